@@ -1,0 +1,151 @@
+package config
+
+import (
+	"path/filepath"
+	"slices"
+)
+
+// Roles a node can run (node.roles, ANKUSA_ROLES).
+const (
+	RoleEdge       = "edge"
+	RoleDispatch   = "dispatch"
+	RoleStorage    = "storage"
+	RoleClaimCheck = "claim_check"
+)
+
+// WAL types (wal.type, ANKUSA_WAL_TYPE).
+const (
+	WALDisk = "disk"
+	WALDual = "dual"
+	WALNone = "none"
+)
+
+// Config is the configuration of one instance. Its yaml tags are the documented keys.
+type Config struct {
+	Instance string `yaml:"instance"` // default "default"; [A-Za-z0-9_-]{1,64}
+	Node     Node   `yaml:"node"`
+	Log      Log    `yaml:"log"`
+	HTTP     HTTP   `yaml:"http"`
+	// MaxBodyBytes is the top-level alias of http.max_body_bytes: when set (non-zero) in the file it wins,
+	// and after Load both hold the effective value. Consumers read HTTP.MaxBodyBytes, so code editing a
+	// built Config sets that one.
+	MaxBodyBytes int64    `yaml:"max_body_bytes"`
+	Admin        Admin    `yaml:"admin"`
+	WAL          WAL      `yaml:"wal"`
+	Batcher      Batcher  `yaml:"batcher"`
+	Listener     Listener `yaml:"listener"`
+	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
+	Sources map[string]Source `yaml:"sources" config:"noecho"`
+
+	// Set by Load, not from YAML:
+	File     string   `yaml:"-"` // path read, "" when the embedded default was used
+	Embedded bool     `yaml:"-"` // true when no file was found and the embedded default was used
+	Warnings []string `yaml:"-"` // boot warnings (roles dropped under wal none, embedded default in use)
+}
+
+// Node is the node section.
+type Node struct {
+	DataDir string   `yaml:"data_dir"` // default "./data"
+	Roles   []string `yaml:"roles"`    // default [edge, dispatch, storage]; allowed edge, dispatch, storage, claim_check
+}
+
+// Log is the log section.
+type Log struct {
+	Level string `yaml:"level"` // default "info"; debug|info|warning|error
+}
+
+// HTTP is the ingest listener.
+type HTTP struct {
+	IP           string `yaml:"ip"`             // default "" = all interfaces; otherwise a strict IPv4/IPv6 literal
+	Port         int    `yaml:"port"`           // default 4000; 0..65535 (0 = pick a free port)
+	Prefix       string `yaml:"prefix"`         // default "/webhooks"; must start with "/"; "/" means no prefix
+	Routing      string `yaml:"routing"`        // default "path"; path|tenant_path
+	MaxBodyBytes int64  `yaml:"max_body_bytes"` // default 8_000_000; > 0
+}
+
+// Admin is the operator API listener (and /metrics).
+type Admin struct {
+	Enabled bool   `yaml:"enabled"` // default true
+	IP      string `yaml:"ip"`      // default "127.0.0.1"; strict IP literal ("localhost" rejected)
+	Port    int    `yaml:"port"`    // default 4002; 0..65535
+}
+
+// WAL selects where an acknowledged hook is made durable before the 201.
+type WAL struct {
+	Type             string `yaml:"type"`               // default "disk"; disk|dual|none
+	PublishTimeoutMS int    `yaml:"publish_timeout_ms"` // default 8000; > 0 (wal.type none only)
+}
+
+// Batcher sizes the per-partition batchers and the writer's group commit.
+type Batcher struct {
+	// Partitions defaults to 2: the seed says "default two" in prose and "4 by default" in its guarantee
+	// table; the original repository uses 2, one per core on the reference machine.
+	Partitions          int   `yaml:"partitions"`
+	MaxBatch            int   `yaml:"max_batch"`              // default 256 records per batch
+	MaxDelayMS          int   `yaml:"max_delay_ms"`           // default 0 (no linger; may be 0)
+	MaxQueue            int   `yaml:"max_queue"`              // default 10_000 per partition, records buffered + in flight
+	MaxQueueBytes       int64 `yaml:"max_queue_bytes"`        // default 268_435_456 body bytes, buffered + in flight
+	MaxCommits          int   `yaml:"max_commits"`            // default 64 commit tasks in flight per partition
+	GroupCommitMaxBytes int64 `yaml:"group_commit_max_bytes"` // default 4 MiB per synced write
+	// GroupCommitMaxRecords was not published by the original; 4096 is 16 full batches of the default
+	// max_batch, enough to merge every partition's batch in one synced write at default sizes.
+	GroupCommitMaxRecords int `yaml:"group_commit_max_records"`
+	RecordDeadlineMS      int `yaml:"record_deadline_ms"` // default 15_000: a record not committing by then is dropped (503)
+}
+
+// Listener governs the SIGTERM drain.
+type Listener struct {
+	DrainDelayMS   int `yaml:"drain_delay_ms"`   // default 5000 (may be 0): keep serving after /ready flips
+	DrainTimeoutMS int `yaml:"drain_timeout_ms"` // default 30000: wait for batchers to empty
+}
+
+// Source is one static source (sources.<source_id>).
+type Source struct {
+	Tenant string     `yaml:"tenant"` // default "default"; [A-Za-z0-9_-]{1,64}
+	Sinks  []SinkSpec `yaml:"sinks"`  // at least one
+}
+
+// SinkSpec is one entry of a source's sinks list. Its options are validated by the sink packages.
+type SinkSpec struct {
+	Type    string         // required: log|http|kafka|rabbitmq|nats|redis|sqs|google_pubsub
+	Ordered bool           // `ordered: true`: one delivery at a time, in seq order
+	Options map[string]any // every other key of the entry (string, int, float64, bool, nil, []any, map[string]any)
+}
+
+// sinkTypes lists the sink types a SinkSpec may name, in documentation order (read-only).
+var sinkTypes = []string{"log", "http", "kafka", "rabbitmq", "nats", "redis", "sqs", "google_pubsub"}
+
+// Durable reports whether the sink's confirm means the destination kept the hook: log and redis (pub/sub,
+// lost without a subscriber) are not durable; an unknown type is not either, since nothing vouches for it.
+func (s SinkSpec) Durable() bool {
+	switch s.Type {
+	case "http", "kafka", "rabbitmq", "nats", "sqs", "google_pubsub":
+		return true
+	default:
+		return false
+	}
+}
+
+// EffectiveRoles returns the roles this node runs, sorted and without duplicates. Under wal.type none
+// dispatch and storage are dropped: with no queue they have nothing to read.
+func (c *Config) EffectiveRoles() []string {
+	roles := make([]string, 0, len(c.Node.Roles))
+	for _, r := range c.Node.Roles {
+		if c.WAL.Type == WALNone && (r == RoleDispatch || r == RoleStorage) {
+			continue
+		}
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	return slices.Compact(roles)
+}
+
+// HasRole reports whether r is one of the effective roles.
+func (c *Config) HasRole(r string) bool {
+	return slices.Contains(c.EffectiveRoles(), r)
+}
+
+// StoreDir is the instance's RocksDB directory: <data_dir>/<instance>/store.
+func (c *Config) StoreDir() string {
+	return filepath.Join(c.Node.DataDir, c.Instance, "store")
+}

@@ -1,0 +1,53 @@
+package config
+
+// Every default lives here. Parse decodes the file on top of these values, so a key the file leaves out
+// keeps its default and a key it sets explicitly (even to zero or false) keeps the file's value.
+
+const (
+	defaultInstance     = "default"
+	defaultTenant       = "default"
+	defaultMaxBodyBytes = 8_000_000
+)
+
+// Default returns a configuration with every default filled in and no sources.
+func Default() *Config {
+	c := &Config{
+		Instance: defaultInstance,
+		Node: Node{
+			DataDir: "./data",
+			Roles:   []string{RoleEdge, RoleDispatch, RoleStorage},
+		},
+		Log: Log{Level: "info"},
+		HTTP: HTTP{
+			IP:           "",
+			Port:         4000,
+			Prefix:       "/webhooks",
+			Routing:      "path",
+			MaxBodyBytes: defaultMaxBodyBytes,
+		},
+		MaxBodyBytes: defaultMaxBodyBytes,
+		Admin:        Admin{Enabled: true, IP: "127.0.0.1", Port: 4002},
+		WAL:          WAL{Type: WALDisk, PublishTimeoutMS: 8000},
+		Batcher: Batcher{
+			Partitions:            2,
+			MaxBatch:              256,
+			MaxDelayMS:            0,
+			MaxQueue:              10_000,
+			MaxQueueBytes:         256 << 20,
+			MaxCommits:            64,
+			GroupCommitMaxBytes:   4 << 20,
+			GroupCommitMaxRecords: 4096,
+			RecordDeadlineMS:      15_000,
+		},
+		Listener: Listener{DrainDelayMS: 5000, DrainTimeoutMS: 30_000},
+		Sources:  map[string]Source{},
+	}
+	return c
+}
+
+// applyDefaults fills a source entry before the file's keys are decoded onto it. The walk calls
+// applyDefaults on every map or list element whose pointer type has it, so a new keyed section gets its
+// per-entry defaults by adding this one method.
+func (s *Source) applyDefaults() {
+	s.Tenant = defaultTenant
+}

@@ -1,0 +1,220 @@
+package config
+
+import (
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+var (
+	roleNames    = []string{RoleClaimCheck, RoleDispatch, RoleEdge, RoleStorage}
+	walTypes     = []string{WALDisk, WALDual, WALNone}
+	logLevels    = []string{"debug", "info", "warning", "error"}
+	routingModes = []string{"path", "tenant_path"}
+)
+
+// Validate checks every value and cross-key rule and returns an *Error holding every problem, or nil.
+// It does not modify c.
+func (c *Config) Validate() error {
+	var ps problems
+	c.validate(&ps)
+	return ps.asError()
+}
+
+func (c *Config) validate(ps *problems) {
+	if !validID(c.Instance) {
+		ps.add("instance", "must match [A-Za-z0-9_-]{1,64}, got %s", quote(c.Instance))
+	}
+	if c.Node.DataDir == "" {
+		ps.add("node.data_dir", "must be non-empty")
+	}
+	c.validateRoles(ps)
+	if !slices.Contains(logLevels, c.Log.Level) {
+		ps.oneOf("log.level", logLevels, c.Log.Level)
+	}
+
+	if c.HTTP.IP != "" && !validIP(c.HTTP.IP) {
+		ps.mustBe("http.ip", `an IPv4 or IPv6 literal or "" (all interfaces)`, quote(c.HTTP.IP))
+	}
+	checkPort(ps, "http.port", c.HTTP.Port)
+	if msg := prefixProblem(c.HTTP.Prefix); msg != "" {
+		ps.mustBe("http.prefix", msg, quote(c.HTTP.Prefix))
+	}
+	if !slices.Contains(routingModes, c.HTTP.Routing) {
+		ps.oneOf("http.routing", routingModes, c.HTTP.Routing)
+	}
+	positive(ps, "http.max_body_bytes", c.HTTP.MaxBodyBytes)
+	// The top-level alias is resolved by Parse; on a Config built in code only http.max_body_bytes counts.
+	if c.MaxBodyBytes < 0 {
+		ps.mustBe("max_body_bytes", "> 0", c.MaxBodyBytes)
+	}
+
+	if !validIP(c.Admin.IP) {
+		ps.mustBe("admin.ip", "an IPv4 or IPv6 literal", quote(c.Admin.IP))
+	}
+	checkPort(ps, "admin.port", c.Admin.Port)
+	if c.Admin.Enabled && c.Admin.Port != 0 && c.Admin.Port == c.HTTP.Port && addrsOverlap(c.HTTP.IP, c.Admin.IP) {
+		ps.mustBe("admin.port", "different from http.port on an overlapping address", c.Admin.Port)
+	}
+
+	if !slices.Contains(walTypes, c.WAL.Type) {
+		ps.oneOf("wal.type", walTypes, c.WAL.Type)
+	}
+	positive(ps, "wal.publish_timeout_ms", c.WAL.PublishTimeoutMS)
+
+	b := c.Batcher
+	if b.Partitions < 1 || b.Partitions > 64 {
+		ps.mustBe("batcher.partitions", "1..64", b.Partitions)
+	}
+	positive(ps, "batcher.max_batch", b.MaxBatch)
+	nonNegative(ps, "batcher.max_delay_ms", b.MaxDelayMS)
+	positive(ps, "batcher.max_queue", b.MaxQueue)
+	positive(ps, "batcher.max_queue_bytes", b.MaxQueueBytes)
+	positive(ps, "batcher.max_commits", b.MaxCommits)
+	positive(ps, "batcher.group_commit_max_bytes", b.GroupCommitMaxBytes)
+	positive(ps, "batcher.group_commit_max_records", b.GroupCommitMaxRecords)
+	positive(ps, "batcher.record_deadline_ms", b.RecordDeadlineMS)
+
+	nonNegative(ps, "listener.drain_delay_ms", c.Listener.DrainDelayMS)
+	positive(ps, "listener.drain_timeout_ms", c.Listener.DrainTimeoutMS)
+
+	for id, s := range c.Sources {
+		c.validateSource(ps, id, s)
+	}
+}
+
+func (c *Config) validateRoles(ps *problems) {
+	if len(c.Node.Roles) == 0 {
+		ps.add("node.roles", "must list at least one of %s", strings.Join(roleNames, "|"))
+		return
+	}
+	bad := false
+	for i, r := range c.Node.Roles {
+		switch {
+		case !slices.Contains(roleNames, r):
+			ps.oneOf(index("node.roles", i), roleNames, r)
+			bad = true
+		case slices.Index(c.Node.Roles, r) < i:
+			ps.add(index("node.roles", i), "duplicate role %q", r)
+		}
+	}
+	if !bad && len(c.EffectiveRoles()) == 0 {
+		// Design: "Under wal: :none … Ankusa.Config.new/1 drops :dispatch and :storage from the effective list".
+		ps.add("node.roles", "wal.type none drops dispatch and storage, which leaves no role (add edge or claim_check)")
+	}
+}
+
+func (c *Config) validateSource(ps *problems, id string, s Source) {
+	p := join("sources", id)
+	if !validID(id) {
+		// The id is already in the path; ankusa:lifecycle, the reserved lifecycle id, fails here too.
+		ps.add(p, "source id must match [A-Za-z0-9_-]{1,64}")
+	}
+	if !validID(s.Tenant) {
+		ps.add(join(p, "tenant"), "must match [A-Za-z0-9_-]{1,64}, got %s", quote(s.Tenant))
+	}
+	sp := join(p, "sinks")
+	if len(s.Sinks) == 0 {
+		ps.add(sp, "must list at least one sink")
+		return
+	}
+	durable := false
+	for i, k := range s.Sinks {
+		switch {
+		case k.Type == "":
+			ps.add(join(index(sp, i), "type"), "is required (one of %s)", strings.Join(sinkTypes, "|"))
+		case !slices.Contains(sinkTypes, k.Type):
+			ps.oneOf(join(index(sp, i), "type"), sinkTypes, k.Type)
+		}
+		durable = durable || k.Durable()
+	}
+	if c.WAL.Type == WALNone && !durable {
+		// Design: "boot refuses a wal: :none config in which no sink of a static source can make it".
+		ps.add(sp, "wal.type none needs at least one durable sink")
+	}
+}
+
+func positive[T int | int64](ps *problems, path string, v T) {
+	if v <= 0 {
+		ps.mustBe(path, "> 0", v)
+	}
+}
+
+func nonNegative[T int | int64](ps *problems, path string, v T) {
+	if v < 0 {
+		ps.mustBe(path, ">= 0", v)
+	}
+}
+
+func checkPort(ps *problems, path string, p int) {
+	if p < 0 || p > 65535 {
+		ps.mustBe(path, "0..65535", p)
+	}
+}
+
+// quote shows a non-secret value in a problem message: quoted and cut to 64 characters.
+func quote(s string) string {
+	if utf8.RuneCountInString(s) > 64 {
+		s = string([]rune(s)[:64]) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// validID is [A-Za-z0-9_-]{1,64}: instance names, tenants and source ids.
+func validID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validIP accepts only a strict IPv4 or IPv6 literal ("localhost", "10", "010.0.0.1" are refused).
+func validIP(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
+}
+
+// addrsOverlap reports whether listeners on a and b ("" = all interfaces) could collide on one port.
+func addrsOverlap(a, b string) bool {
+	if a == "" || b == "" {
+		return true
+	}
+	x, errX := netip.ParseAddr(a)
+	y, errY := netip.ParseAddr(b)
+	if errX != nil || errY != nil {
+		return false // reported on its own
+	}
+	return x.IsUnspecified() || y.IsUnspecified() || x.Unmap() == y.Unmap()
+}
+
+// prefixProblem returns the constraint http.prefix breaks, or "". The edge joins prefix and source id with
+// "/", so a trailing slash or an empty, "." or ".." segment would make routes no client can reach.
+func prefixProblem(p string) string {
+	const want = `"/" or "/"-separated segments of [A-Za-z0-9._~-] without a trailing "/"`
+	if p == "/" {
+		return ""
+	}
+	if !strings.HasPrefix(p, "/") {
+		return want
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return want
+		}
+		for i := 0; i < len(seg); i++ {
+			c := seg[i]
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._~-", c) >= 0) {
+				return want
+			}
+		}
+	}
+	return ""
+}

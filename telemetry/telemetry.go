@@ -1,0 +1,119 @@
+package telemetry
+
+import (
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Ingest outcomes, the values of ankusa_ingest_requests_total{outcome}.
+const (
+	OutcomeCommitted        = "committed"
+	OutcomeOverload         = "overload"
+	OutcomeStoreUnavailable = "store_unavailable"
+	OutcomeDeadline         = "deadline_exceeded"
+)
+
+// Telemetry is one instance's event sink: each typed method updates the metrics and,
+// where an operator needs it, the log. Methods are safe for concurrent use.
+type Telemetry struct {
+	Instance string
+	Log      zerolog.Logger
+	Metrics  *Metrics
+}
+
+// New builds the instance's telemetry on its own registry.
+func New(instance string, log zerolog.Logger) *Telemetry {
+	return &Telemetry{Instance: instance, Log: log, Metrics: newMetrics(instance)}
+}
+
+// NewLogger returns the process logger at level (debug|info|warning|error) writing JSON
+// lines to w (stderr when nil).
+func NewLogger(level string, w io.Writer) zerolog.Logger {
+	if w == nil {
+		w = os.Stderr
+	}
+	return zerolog.New(w).Level(ParseLevel(level)).With().Timestamp().Logger()
+}
+
+// ParseLevel maps the config's level names onto zerolog's (warning is zerolog's warn).
+func ParseLevel(level string) zerolog.Level {
+	switch strings.ToLower(level) {
+	case "debug":
+		return zerolog.DebugLevel
+	case "warning", "warn":
+		return zerolog.WarnLevel
+	case "error":
+		return zerolog.ErrorLevel
+	default:
+		return zerolog.InfoLevel
+	}
+}
+
+// Ingest records one answered request of a known source.
+func (t *Telemetry) Ingest(source, outcome string, d time.Duration) {
+	t.Metrics.IngestRequests.WithLabelValues(source, outcome).Inc()
+	t.Metrics.IngestDuration.Observe(d.Seconds())
+}
+
+// Refused records a request refused before its source was known to be valid or its body
+// read; only the reason is a label.
+func (t *Telemetry) Refused(reason string) {
+	t.Metrics.IngestRefused.WithLabelValues(reason).Inc()
+}
+
+// LoadShed records a request shed because its partition was full.
+func (t *Telemetry) LoadShed() { t.Metrics.LoadShed.Inc() }
+
+// Commit records one group commit of the writer.
+func (t *Telemetry) Commit(d time.Duration, records, bytes int, err error, class string) {
+	if err != nil {
+		t.Metrics.CommitFailures.WithLabelValues(class).Inc()
+		t.Log.Error().Err(err).Str("class", class).Int("records", records).Msg("store commit failed")
+		return
+	}
+	t.Metrics.CommitDuration.Observe(d.Seconds())
+	t.Metrics.CommitBatchSize.Observe(float64(records))
+}
+
+// SubtreeEvent is a failure domain going down or coming back.
+type SubtreeEvent struct {
+	Kind, Domain, Child, Reason string
+	Delay                       time.Duration
+}
+
+// Subtree records a supervision event.
+func (t *Telemetry) Subtree(ev SubtreeEvent) {
+	switch ev.Kind {
+	case "subtree_down":
+		t.Metrics.SubtreeDown.WithLabelValues(ev.Domain).Inc()
+		t.Log.Error().Str("domain", ev.Domain).Str("child", ev.Child).Str("reason", ev.Reason).
+			Dur("retry_in", ev.Delay).Msg("failure domain down")
+	case "subtree_up":
+		t.Log.Info().Str("domain", ev.Domain).Str("child", ev.Child).Msg("failure domain back")
+	case "escalated":
+		t.Log.Error().Str("domain", ev.Domain).Str("child", ev.Child).Str("reason", ev.Reason).Msg("core restart budget exhausted; stopping instance")
+	default:
+		t.Log.Warn().Str("domain", ev.Domain).Str("child", ev.Child).Str("reason", ev.Reason).Msg("actor restarted")
+	}
+}
+
+// DurabilityLine is the one startup line that says what a 2xx means under walType and
+// when an acked hook can still be lost; it never claims more than holds.
+func DurabilityLine(walType string, backupEnabled bool, backupIntervalMS int) string {
+	switch walType {
+	case "dual":
+		return "durability: wal.type=dual: 2xx means fsynced on this host and confirmed in the intake log; an acked hook is lost only if this host and every in-sync replica of its log partition are lost together"
+	case "none":
+		return "durability: wal.type=none: 2xx means every sink of the source confirmed; an acked hook is lost only if no sink keeps it; nothing is stored on this node"
+	default:
+		if backupEnabled {
+			return "durability: wal.type=disk: 2xx means fsynced on this host; survives process crash and power loss; a lost host loses the hooks acked since the last backup (backup.interval_ms=" + strconv.Itoa(backupIntervalMS) + ")"
+		}
+		return "durability: wal.type=disk: 2xx means fsynced on this host; survives process crash and power loss, not the loss of this host (backup is off)"
+	}
+}
