@@ -1,0 +1,43 @@
+# Ankusa: `make run` starts a single node on the embedded default config; `make test` runs the suite.
+GO       ?= go
+PKGS     := ./...
+BIN      := bin
+VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -X main.version=$(VERSION)
+BENCH_SECONDS ?= 5
+
+.PHONY: run build test test-short bench lint chaos soak clean
+
+run:
+	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/ankusa serve
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
+	$(GO) build -o $(BIN)/ankusa-loadgen ./cmd/ankusa-loadgen
+
+# The whole suite with the race detector, black-box kill tests included.
+test:
+	$(GO) test -race -count=1 -timeout 14m $(PKGS)
+
+test-short:
+	$(GO) test -count=1 -short $(PKGS)
+
+# Loopback load against the server and the reference server in one run, plus the
+# in-process micro-benchmarks. Figures are printed, never asserted.
+bench:
+	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) $(GO) test -run '^$$' -bench 'Loopback' -benchtime 1x -timeout 20m ./test/...
+	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./edge/... ./store/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+# Slow drills, reported in notes rather than run by CI.
+chaos:
+	ANKUSA_CHAOS=1 $(GO) test -race -count=1 -timeout 30m -run 'Chaos' ./test/...
+
+soak:
+	ANKUSA_SOAK=1 $(GO) test -count=1 -timeout 90m -run 'Soak' ./test/...
+
+clean:
+	rm -rf $(BIN) data

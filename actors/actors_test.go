@@ -1,0 +1,238 @@
+package actors
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of actor goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// lines decodes every JSON line written so far.
+func (s *syncBuffer) lines(t *testing.T) []map[string]any {
+	t.Helper()
+	s.mu.Lock()
+	data := append([]byte(nil), s.b.Bytes()...)
+	s.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// waitFor polls cond every few milliseconds until it holds or the deadline passes.
+func waitFor(t *testing.T, total time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", total, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// DESIGN.md §"Actors": protoactor's own logger is bridged to zerolog.
+func TestProtoactorLogsAreStructuredZerologLines(t *testing.T) {
+	var buf syncBuffer
+	sys := NewSystem("inst-a", zerolog.New(&buf))
+	defer sys.Shutdown()
+
+	lines := buf.lines(t)
+	var found map[string]any
+	for _, l := range lines {
+		if l["message"] == "actor system started" {
+			found = l
+		}
+	}
+	if found == nil {
+		t.Fatalf("no \"actor system started\" line in %v", lines)
+	}
+	if found["component"] != "protoactor" || found["instance"] != "inst-a" || found["level"] != "info" {
+		t.Fatalf("line lacks component/instance/level: %v", found)
+	}
+	if found["id"] != sys.ID {
+		t.Fatalf("id attribute = %v, want %s", found["id"], sys.ID)
+	}
+}
+
+type secretMessage struct{ Body string }
+
+// STYLE.md §"Actors": dead letters throttled; a message's contents never reach a log line.
+func TestDeadLettersAreThrottledAndRedacted(t *testing.T) {
+	var buf syncBuffer
+	sys := NewSystem("inst-a", zerolog.New(&buf), actor.WithDeadLetterThrottleInterval(300*time.Millisecond))
+	defer sys.Shutdown()
+
+	nobody := sys.NewLocalPID("inst-a/nobody")
+	const sent = 200
+	for range sent {
+		sys.Root.Send(nobody, &secretMessage{Body: "hunter2"})
+	}
+	// The throttle reports how many lines it swallowed once its interval ends.
+	summary := func() map[string]any {
+		for _, l := range buf.lines(t) {
+			if l["message"] == "[DeadLetter]" && l["throttled"] != nil {
+				return l
+			}
+		}
+		return nil
+	}
+	waitFor(t, 5*time.Second, "the throttle summary line", func() bool { return summary() != nil })
+
+	var logged int
+	for _, l := range buf.lines(t) {
+		if l["message"] != "[DeadLetter]" || l["throttled"] != nil {
+			continue
+		}
+		logged++
+		if l["message_type"] != "*actors.secretMessage" || !strings.Contains(l["pid"].(string), "nobody") {
+			t.Fatalf("unexpected dead-letter line %v", l)
+		}
+	}
+	if logged == 0 || logged > deadLetterBurst {
+		t.Fatalf("%d dead-letter lines logged, want 1..%d", logged, deadLetterBurst)
+	}
+	if got := int(summary()["throttled"].(float64)); got < sent-deadLetterBurst {
+		t.Fatalf("throttled %d of %d, want at least %d", got, sent, sent-deadLetterBurst)
+	}
+	buf.mu.Lock()
+	raw := buf.b.String()
+	buf.mu.Unlock()
+	if strings.Contains(raw, "hunter2") {
+		t.Fatalf("a message body reached the log: %s", raw)
+	}
+}
+
+func TestSlogHandlerKeepsLevelsGroupsAndAttributes(t *testing.T) {
+	var buf syncBuffer
+	l := slog.New(NewSlogHandler(zerolog.New(&buf).Level(zerolog.InfoLevel)))
+	l.Debug("dropped")
+	l.With("a", 1).WithGroup("g").Warn("hello", "b", true, slog.Group("sub", "c", "x"), "d", time.Second,
+		"err", errors.New("bad"))
+	lines := buf.lines(t)
+	if len(lines) != 1 {
+		t.Fatalf("got %d lines, want 1 (debug below the logger level): %v", len(lines), lines)
+	}
+	got := lines[0]
+	want := map[string]any{"level": "warn", "message": "hello", "a": float64(1), "g.b": true, "g.sub.c": "x",
+		"g.d": float64(1000), "g.err": "bad"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("field %q = %v (%T), want %v; line %v", k, got[k], got[k], v, got)
+		}
+	}
+}
+
+func TestNameJoinsInstanceDomainAndName(t *testing.T) {
+	f := func(want, instance string, parts ...string) {
+		t.Helper()
+		if got := Name(instance, parts...); got != want {
+			t.Fatalf("Name(%q, %q) = %q, want %q", instance, parts, got, want)
+		}
+	}
+	f("a", "a")
+	f("a/core/store", "a", "core", "store")
+	f("a/edge/batcher-3", "a", "edge", "batcher-3")
+}
+
+type ping struct{}
+
+// A chaos test arms one actor by id: that actor, and no other, crashes on its next message, once.
+func TestKillCrashesExactlyTheArmedActorOnce(t *testing.T) {
+	sys := NewSystem("inst-k", zerolog.Nop())
+	defer sys.Shutdown()
+	kill := NewKill()
+
+	var crashes sync.Map // id -> reason
+	sub := sys.EventStream.Subscribe(func(evt any) {
+		if e, ok := evt.(*actor.SupervisorEvent); ok {
+			crashes.Store(e.Child.Id, e.Reason)
+		}
+	})
+	defer sys.EventStream.Unsubscribe(sub)
+
+	type counters struct{ starts, pings atomic.Int32 }
+	spawn := func(name string) (*actor.PID, *counters) {
+		c := &counters{}
+		props := actor.PropsFromFunc(func(ctx actor.Context) {
+			switch ctx.Message().(type) {
+			case *actor.Started:
+				c.starts.Add(1)
+			case *ping:
+				c.pings.Add(1)
+			}
+		}, actor.WithReceiverMiddleware(WithKillInjection(kill)))
+		pid, err := sys.Root.SpawnNamed(props, Name("inst-k", "core", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pid, c
+	}
+	a, ac := spawn("a")
+	b, bc := spawn("b")
+	defer func() {
+		_ = sys.Root.StopFuture(a).Wait()
+		_ = sys.Root.StopFuture(b).Wait()
+	}()
+
+	kill.Arm(a.Id)
+	if !kill.Armed(a.Id) || kill.Armed(b.Id) {
+		t.Fatal("Armed does not reflect Arm")
+	}
+	sys.Root.Send(b, &ping{})
+	sys.Root.Send(a, &ping{})
+	waitFor(t, 5*time.Second, "a to be restarted", func() bool { return ac.starts.Load() == 2 })
+	for range 3 {
+		sys.Root.Send(a, &ping{})
+		sys.Root.Send(b, &ping{})
+	}
+	waitFor(t, 5*time.Second, "the pings after the crash", func() bool {
+		return ac.pings.Load() == 3 && bc.pings.Load() == 4
+	})
+	if kill.Armed(a.Id) {
+		t.Fatal("Kill still armed after it fired")
+	}
+	if bc.starts.Load() != 1 {
+		t.Fatalf("b started %d times, want 1 (never crashed)", bc.starts.Load())
+	}
+	reason, ok := crashes.Load(a.Id)
+	if !ok {
+		t.Fatal("no supervision event for a")
+	}
+	if err, _ := reason.(error); !errors.Is(err, ErrKilled) {
+		t.Fatalf("crash reason %v, want ErrKilled", reason)
+	}
+	if _, ok := crashes.Load(b.Id); ok {
+		t.Fatal("b crashed")
+	}
+	if ac.starts.Load() != 2 {
+		t.Fatalf("a started %d times, want 2 (one crash)", ac.starts.Load())
+	}
+}

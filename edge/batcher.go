@@ -1,0 +1,91 @@
+package edge
+
+import (
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ankusa-go/ankusa/store"
+)
+
+// flush is the batcher's note to itself that the records now in its buffer form a batch.
+// Records that arrive before it is handled join the same batch, so a burst becomes one
+// batch without any linger.
+type flush struct{}
+
+// batcher is one partition's group-commit batcher. It never blocks in Receive: it
+// buffers records and hands batches to the writer while fewer than maxCommits of its
+// batches are in flight.
+type batcher struct {
+	partition  int
+	maxBatch   int
+	maxCommits int
+	maxDelay   time.Duration
+	writer     *actor.PID
+
+	buf       []*store.Pending
+	inflight  int
+	scheduled bool
+}
+
+// NewBatcherProps returns the props of partition i's batcher.
+func NewBatcherProps(e *Edge, i int, writer *actor.PID) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &batcher{partition: i, maxBatch: e.set.MaxBatch, maxCommits: e.set.MaxCommits,
+			maxDelay: e.set.MaxDelay, writer: writer}
+	})
+}
+
+func (b *batcher) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *store.Pending:
+		b.buf = append(b.buf, m)
+		switch {
+		case len(b.buf) >= b.maxBatch:
+			b.dispatch(ctx)
+		case !b.scheduled:
+			b.scheduled = true
+			if b.maxDelay > 0 {
+				self, root := ctx.Self(), ctx.ActorSystem().Root
+				time.AfterFunc(b.maxDelay, func() { root.Send(self, flush{}) })
+			} else {
+				ctx.Send(ctx.Self(), flush{})
+			}
+		}
+	case flush:
+		b.scheduled = false
+		b.dispatch(ctx)
+	case *store.BatchDone:
+		if b.inflight > 0 {
+			b.inflight--
+		}
+		b.dispatch(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		b.dropAll()
+	}
+}
+
+// dispatch hands full-or-ready batches to the writer while the partition has room in
+// flight; the rest waits for a BatchDone.
+func (b *batcher) dispatch(ctx actor.Context) {
+	for len(b.buf) > 0 && b.inflight < b.maxCommits {
+		n := min(len(b.buf), b.maxBatch)
+		recs := make([]*store.Pending, n)
+		copy(recs, b.buf)
+		b.buf = append(b.buf[:0], b.buf[n:]...)
+		b.inflight++
+		ctx.Send(b.writer, &store.Batch{Partition: b.partition, Records: recs, ReplyTo: ctx.Self()})
+	}
+}
+
+// dropAll answers every buffered record with ErrBatcherStopped: a batcher that stops or
+// crashes never leaves a caller waiting, and never answers 2xx for what it dropped.
+func (b *batcher) dropAll() {
+	for _, p := range b.buf {
+		if p.Expire() {
+			p.Done <- store.Result{Err: ErrBatcherStopped}
+		}
+	}
+	clear(b.buf)
+	b.buf = b.buf[:0]
+}

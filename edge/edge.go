@@ -1,0 +1,174 @@
+package edge
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry"
+)
+
+// Settings are the edge's knobs, read from the config once.
+type Settings struct {
+	Instance       string
+	IP             string
+	Port           int
+	MaxBodyBytes   int64
+	Partitions     int
+	MaxBatch       int
+	MaxDelay       time.Duration
+	MaxQueue       int64
+	MaxQueueBytes  int64
+	MaxCommits     int
+	RecordDeadline time.Duration
+	// Archive asks each commit for an archive obligation (the storage role runs).
+	Archive bool
+}
+
+// SettingsFrom reads the edge's settings from cfg.
+func SettingsFrom(cfg *config.Config) Settings {
+	b := cfg.Batcher
+	return Settings{
+		Instance:       cfg.Instance,
+		IP:             cfg.HTTP.IP,
+		Port:           cfg.HTTP.Port,
+		MaxBodyBytes:   cfg.HTTP.MaxBodyBytes,
+		Partitions:     b.Partitions,
+		MaxBatch:       b.MaxBatch,
+		MaxDelay:       time.Duration(b.MaxDelayMS) * time.Millisecond,
+		MaxQueue:       int64(b.MaxQueue),
+		MaxQueueBytes:  b.MaxQueueBytes,
+		MaxCommits:     b.MaxCommits,
+		RecordDeadline: time.Duration(b.RecordDeadlineMS) * time.Millisecond,
+		Archive:        cfg.HasRole("storage"),
+	}
+}
+
+// Health is the readiness state the ingest and admin listeners report.
+type Health struct {
+	draining      atomic.Bool
+	storeOpen     atomic.Bool
+	lastFailureNs atomic.Int64
+}
+
+// SetDraining flips /ready to 503 draining.
+func (h *Health) SetDraining() { h.draining.Store(true) }
+
+// SetStoreOpen records whether the store is open.
+func (h *Health) SetStoreOpen(open bool) { h.storeOpen.Store(open) }
+
+// WriteFailed records a failed store write; /ready is 503 for five seconds after one.
+func (h *Health) WriteFailed(now time.Time) { h.lastFailureNs.Store(now.UnixNano()) }
+
+// Ready reports readiness and, when not ready, the reason and the store check's value.
+func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
+	switch {
+	case h.draining.Load():
+		return false, "draining", "ok"
+	case !h.storeOpen.Load():
+		return false, "unavailable", "store_unavailable"
+	case now.UnixNano()-h.lastFailureNs.Load() < int64(5*time.Second):
+		return false, "unavailable", "write_failed"
+	}
+	return true, "ready", "ok"
+}
+
+// Edge is one instance's ingest state, shared by the listener's handler and the
+// batchers. Everything here is instance-scoped.
+type Edge struct {
+	set      Settings
+	log      zerolog.Logger
+	tel      *telemetry.Telemetry
+	resolver RouteResolver
+	sources  SourceStore
+	health   *Health
+	system   *actor.ActorSystem
+
+	batchers []*actor.PID
+	parts    []partition
+	seed     maphash.Seed
+	scratch  sync.Pool
+
+	addr atomic.Pointer[string]
+}
+
+// New builds the edge of one instance. Batchers are addressed by name, so a respawned
+// batcher is reached without telling the handler.
+func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, sources SourceStore,
+	tel *telemetry.Telemetry, health *Health) *Edge {
+	e := &Edge{
+		set: set, log: tel.Log.With().Str("component", "edge").Logger(), tel: tel,
+		resolver: resolver, sources: sources, health: health, system: system,
+		parts: make([]partition, set.Partitions), seed: maphash.MakeSeed(),
+	}
+	for i := range set.Partitions {
+		e.batchers = append(e.batchers, actor.NewPID(system.Address(), BatcherName(set.Instance, i)))
+	}
+	e.scratch.New = func() any { return newScratch() }
+	return e
+}
+
+// Addr is the ingest listener's bound address ("" before it listens).
+func (e *Edge) Addr() string {
+	if p := e.addr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Queue reports the records and body bytes held by every partition (gauges).
+func (e *Edge) Queue() (records, bytes int64) {
+	for i := range e.parts {
+		records += e.parts[i].records.Load()
+		bytes += e.parts[i].bytes.Load()
+	}
+	return records, bytes
+}
+
+// The edge subtree's names; the PID id of a child is its full name.
+const (
+	SubtreeName  = "edge"
+	WriterName   = "writer"
+	ListenerName = "listener"
+)
+
+// WriterPID is the writer's id under the edge subtree of instance.
+func WriterPID(system *actor.ActorSystem, instance string) *actor.PID {
+	return actor.NewPID(system.Address(), instance+"/"+SubtreeName+"/"+WriterName)
+}
+
+// BatcherName is the full name of partition i's batcher.
+func BatcherName(instance string, i int) string {
+	return instance + "/" + SubtreeName + "/" + BatcherChild(i)
+}
+
+// BatcherChild is partition i's batcher name under the edge subtree.
+func BatcherChild(i int) string {
+	const digits = "0123456789"
+	if i < 10 {
+		return "batcher-" + digits[i:i+1]
+	}
+	return "batcher-" + digits[i/10:i/10+1] + digits[i%10:i%10+1]
+}
+
+// scratch is one request's reusable memory.
+type scratch struct {
+	body  []byte
+	arena []byte
+	spans []span
+	hdrs  []store.Header
+	timer *time.Timer
+	resp  []byte
+}
+
+func newScratch() *scratch {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return &scratch{body: make([]byte, 0, 16<<10), arena: make([]byte, 0, 2<<10), timer: t, resp: make([]byte, 0, 128)}
+}

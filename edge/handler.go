@@ -1,0 +1,251 @@
+package edge
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/maphash"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry"
+)
+
+// Handle is the fasthttp handler of the ingest listener: a catch-all POST, plus
+// GET /health and GET /ready.
+func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
+	if !ctx.IsPost() {
+		if ctx.IsGet() {
+			switch string(ctx.Path()) {
+			case "/health":
+				e.writeHealth(ctx)
+				return
+			case "/ready":
+				e.writeReady(ctx)
+				return
+			}
+		}
+		writeRefusal(ctx, refuseNotFound)
+		return
+	}
+	e.ingest(ctx)
+}
+
+// ingest runs the steps of one POST in the order the design fixes: everything that can
+// refuse before the body is read first, then the bounded read, then admission, then the
+// commit. Only a committed record is answered 201.
+func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
+	start := time.Now()
+	route, ok := e.resolver.Resolve(ctx.Path())
+	if !ok {
+		e.refuseEarly(ctx, refuseUnknownSource)
+		return
+	}
+	if cl := ctx.Request.Header.ContentLength(); cl > 0 && int64(cl) > e.set.MaxBodyBytes {
+		e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
+		return
+	}
+	src, err := e.sources.Lookup(route.Source)
+	if err != nil {
+		if errors.Is(err, ErrUnknownSource) {
+			e.refuseEarly(ctx, refuseUnknownSource)
+		} else {
+			e.log.Warn().Err(err).Msg("source store cannot answer")
+			e.refuseEarly(ctx, refuseSourceStore)
+		}
+		return
+	}
+	tenant := src.Tenant
+	if route.Tenant != nil {
+		// The URL's tenant is authoritative; a source owned by another tenant does not
+		// exist for it, and a shared source takes the URL's tenant.
+		switch {
+		case src.Tenant == string(route.Tenant):
+		case src.Tenant == DefaultTenant:
+			tenant = string(route.Tenant)
+		default:
+			e.refuseEarly(ctx, refuseUnknownSource)
+			return
+		}
+	}
+	if r := checkHeaders(&ctx.Request.Header); r != nil {
+		e.refuseEarly(ctx, r)
+		return
+	}
+
+	sc := e.scratch.Get().(*scratch)
+	defer e.scratch.Put(sc)
+	body, err := readBody(ctx, e.set.MaxBodyBytes, sc.body[:0])
+	sc.body = body[:0]
+	if err != nil {
+		if errors.Is(err, errTooLarge) {
+			e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
+		} else {
+			e.refuseEarly(ctx, refuseBodyRead(err))
+		}
+		return
+	}
+
+	id := newID(start)
+	hook := store.Hook{
+		ID: id, ReceivedAt: start.UnixMilli(), Tenant: tenant, Source: src.ID,
+		ContentType: view(ctx.Request.Header.ContentType()),
+		Headers:     collectHeaders(&ctx.Request.Header, sc),
+		Body:        body,
+	}
+	size := int64(len(body))
+	p := e.partitionOf(src.ID, id)
+	part := &e.parts[p]
+	if !part.admit(size, e.set.MaxQueue, e.set.MaxQueueBytes) {
+		e.tel.LoadShed()
+		e.answer(ctx, src.ID, start, refuseOverload, telemetry.OutcomeOverload)
+		return
+	}
+	defer part.release(size)
+
+	rec := &store.Pending{
+		Record: store.Record{
+			ID: id, Tenant: tenant, ReceivedAt: hook.ReceivedAt, Size: uint32(size),
+			Value: store.AppendHook(make([]byte, 0, len(body)+len(sc.arena)+len(tenant)+len(src.ID)+96), &hook),
+			Sinks: src.Sinks, Archive: e.set.Archive,
+		},
+		Done: make(chan store.Result, 1),
+	}
+	e.system.Root.Send(e.batchers[p], rec)
+
+	res, ok := e.wait(rec, sc, e.set.RecordDeadline-time.Since(start))
+	switch {
+	case !ok:
+		e.answer(ctx, src.ID, start, refuseDeadline, telemetry.OutcomeDeadline)
+	case res.Err != nil:
+		e.answer(ctx, src.ID, start, refuseStore, telemetry.OutcomeStoreUnavailable)
+	default:
+		e.accepted(ctx, sc, id)
+		e.tel.Ingest(src.ID, telemetry.OutcomeCommitted, time.Since(start))
+	}
+}
+
+// wait blocks until the record's group returns or its deadline passes. At the deadline
+// a record whose group has not started is expired (never committed) and false is
+// returned; a record whose group started is waited out, because a started group is
+// never abandoned and may commit.
+func (e *Edge) wait(rec *store.Pending, sc *scratch, d time.Duration) (store.Result, bool) {
+	if d <= 0 {
+		d = time.Nanosecond
+	}
+	sc.timer.Reset(d)
+	defer sc.timer.Stop()
+	select {
+	case res := <-rec.Done:
+		return res, true
+	case <-sc.timer.C:
+		if rec.Expire() {
+			return store.Result{}, false
+		}
+		return <-rec.Done, true
+	}
+}
+
+// partitionOf spreads records over the partitions by source and id.
+func (e *Edge) partitionOf(source string, id [16]byte) int {
+	if len(e.parts) == 1 {
+		return 0
+	}
+	h := maphash.String(e.seed, source) ^ binary.LittleEndian.Uint64(id[8:])
+	return int(h % uint64(len(e.parts)))
+}
+
+// refuseEarly answers a request refused before it was admitted; only the reason is
+// counted, never the (unauthenticated) source.
+func (e *Edge) refuseEarly(ctx *fasthttp.RequestCtx, r *RefusedError) {
+	e.tel.Refused(r.Reason)
+	writeRefusal(ctx, r)
+}
+
+func (e *Edge) answer(ctx *fasthttp.RequestCtx, source string, start time.Time, r *RefusedError, outcome string) {
+	writeRefusal(ctx, r)
+	e.tel.Ingest(source, outcome, time.Since(start))
+}
+
+// accepted writes 201 {"status":"accepted","id":"…"}, the only committed answer.
+func (e *Edge) accepted(ctx *fasthttp.RequestCtx, sc *scratch, id [16]byte) {
+	b := append(sc.resp[:0], `{"status":"accepted","id":"`...)
+	b = appendID(b, id)
+	b = append(b, `"}`...)
+	sc.resp = b
+	ctx.SetStatusCode(fasthttp.StatusCreated)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+func writeRefusal(ctx *fasthttp.RequestCtx, r *RefusedError) {
+	ctx.SetStatusCode(r.Status)
+	ctx.SetContentType("application/json")
+	if r.RetryAfter > 0 {
+		ctx.Response.Header.Set("Retry-After", strconv.Itoa(r.RetryAfter))
+	}
+	b := append(make([]byte, 0, 64), `{"error":"`...)
+	b = append(b, r.Reason...)
+	b = append(b, '"')
+	if r.Detail.key != "" {
+		b = append(b, `,"`...)
+		b = append(b, r.Detail.key...)
+		b = append(b, `":`...)
+		b = append(b, r.Detail.value...)
+	}
+	b = append(b, '}')
+	ctx.SetBody(b)
+}
+
+func (e *Edge) writeHealth(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("application/json")
+	ctx.SetBodyString(`{"status":"ok","instance":` + jsonString(e.set.Instance) + `}`)
+}
+
+func (e *Edge) writeReady(ctx *fasthttp.RequestCtx) {
+	ok, status, st := e.health.Ready(time.Now())
+	ctx.SetContentType("application/json")
+	if !ok {
+		ctx.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		ctx.Response.Header.Set("Retry-After", "1")
+		if status == "draining" {
+			ctx.SetBodyString(`{"status":"draining"}`)
+			return
+		}
+	}
+	ctx.SetBodyString(`{"status":"` + status + `","instance":` + jsonString(e.set.Instance) + `,"store":"` + st + `"}`)
+}
+
+var errTooLarge = errors.New("edge: body over max_body_bytes")
+
+// readBody reads the request body into dst, never more than max bytes: a chunked body
+// has no length to check up front, so the cap is enforced as it streams.
+func readBody(ctx *fasthttp.RequestCtx, max int64, dst []byte) ([]byte, error) {
+	r := ctx.RequestBodyStream()
+	if r == nil {
+		b := ctx.Request.Body()
+		if int64(len(b)) > max {
+			return dst, errTooLarge
+		}
+		return append(dst, b...), nil
+	}
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if int64(len(dst)) > max {
+			return dst, errTooLarge
+		}
+		if err == io.EOF {
+			return dst, nil
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+}

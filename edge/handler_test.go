@@ -1,0 +1,403 @@
+package edge_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/store"
+)
+
+// start runs one instance on free loopback ports with the sources the tests use.
+func start(t testing.TB, mutate func(*config.Config), faults *store.Faults) *instance.Instance {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Instance = "edge"
+	cfg.Node.DataDir = t.TempDir()
+	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
+	cfg.Admin.Port = 0
+	cfg.Listener.DrainDelayMS = 0
+	cfg.HTTP.MaxBodyBytes = 4096
+	cfg.Sources = map[string]config.Source{
+		"sample":  {Tenant: "default", Sinks: []config.SinkSpec{{Type: "log"}, {Type: "log"}}},
+		"acme-gh": {Tenant: "acme", Sinks: []config.SinkSpec{{Type: "log"}}},
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Faults: faults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inst.Stop() })
+	return inst
+}
+
+type reply struct {
+	status     int
+	retryAfter string
+	body       map[string]any
+	raw        []byte
+}
+
+// raw sends one raw HTTP/1.1 request and reads the answer; half closes the write side
+// after sending when halfClose is set (a client that gave up on its body).
+func raw(t *testing.T, addr, req string, halfClose bool) reply {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	if halfClose {
+		_ = c.(*net.TCPConn).CloseWrite()
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("read response: %v", err)
+	}
+	defer resp.Body.Close()
+	return toReply(t, resp)
+}
+
+func toReply(t *testing.T, resp *http.Response) reply {
+	b, _ := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b}
+	if err := json.Unmarshal(b, &r.body); err != nil {
+		t.Fatalf("answer %d is not a JSON object: %q", resp.StatusCode, b)
+	}
+	return r
+}
+
+func postBody(t *testing.T, inst *instance.Instance, path string, body []byte, headers ...string) reply {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+inst.IngestAddr()+path, bytes.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return toReply(t, resp)
+}
+
+func (r reply) expect(t *testing.T, status int, reason string) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d (%s), want %d", r.status, r.raw, status)
+	}
+	if reason != "" && r.body["error"] != reason {
+		t.Fatalf("reason %v, want %s (%s)", r.body["error"], reason, r.raw)
+	}
+}
+
+func hooks(t *testing.T, inst *instance.Instance) []store.Hook {
+	t.Helper()
+	var out []store.Hook
+	if err := inst.Store().ForEachHook(func(_ uint64, h *store.Hook) error {
+		out = append(out, *h)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Design: "201 {"status":"accepted","id":<uuidv7>} as the only success. The body is
+// stored byte-for-byte." One delivery row per sink is written with the hook.
+func TestAcceptedStoresBodyVerbatim(t *testing.T) {
+	inst := start(t, nil, nil)
+	body := []byte("{\"k\":\"v\"}\n\x00\xff raw bytes \r\n")
+	r := postBody(t, inst, "/webhooks/sample", body, "Content-Type", "application/x-thing", "X-Provider-Event", "push",
+		"Authorization", "Bearer secret-token", "Cookie", "a=b")
+	r.expect(t, 201, "")
+	if r.body["status"] != "accepted" || len(r.body) != 2 {
+		t.Fatalf("201 body %s", r.raw)
+	}
+	id, ok := edge.ParseID(r.body["id"].(string))
+	if !ok || id[6]>>4 != 7 {
+		t.Fatalf("id %v is not a UUIDv7", r.body["id"])
+	}
+	hs := hooks(t, inst)
+	if len(hs) != 1 {
+		t.Fatalf("%d hooks stored", len(hs))
+	}
+	h := hs[0]
+	if h.ID != id || !bytes.Equal(h.Body, body) || h.Source != "sample" || h.Tenant != "default" || h.ContentType != "application/x-thing" {
+		t.Fatalf("stored hook %+v", h)
+	}
+	got := map[string]string{}
+	for _, hd := range h.Headers {
+		got[hd.Name] = hd.Value
+	}
+	if got["x-provider-event"] != "push" {
+		t.Fatalf("provider header not stored: %v", got)
+	}
+	for _, secret := range []string{"authorization", "cookie", "Authorization"} {
+		if _, ok := got[secret]; ok {
+			t.Fatalf("credential header %s stored", secret)
+		}
+	}
+	rows := 0
+	if err := inst.Store().ForEachDelivery(func(seq uint64, _ store.DeliveryRow) error { rows++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 2 {
+		t.Fatalf("%d delivery rows for a source with two sinks", rows)
+	}
+}
+
+// Design: "a source that does not exist is 404 — so is a source owned by one tenant asked
+// for under another tenant's URL (a source with the default tenant is shared and
+// answers any tenant)".
+func TestRouteResolution(t *testing.T) {
+	t.Run("path", func(t *testing.T) {
+		inst := start(t, nil, nil)
+		for _, p := range []string{"/webhooks/nope", "/webhooks/", "/webhooks", "/other/sample", "/webhooks/sample/extra", "/webhooks/bad%20id"} {
+			postBody(t, inst, p, []byte("{}")).expect(t, 404, "unknown_source")
+		}
+		postBody(t, inst, "/webhooks/sample", []byte("{}")).expect(t, 201, "")
+	})
+	t.Run("tenant_path", func(t *testing.T) {
+		inst := start(t, func(c *config.Config) { c.HTTP.Routing = "tenant_path" }, nil)
+		postBody(t, inst, "/webhooks/acme/acme-gh", []byte("{}")).expect(t, 201, "")
+		postBody(t, inst, "/webhooks/other/acme-gh", []byte("{}")).expect(t, 404, "unknown_source")
+		postBody(t, inst, "/webhooks/globex/sample", []byte("{}")).expect(t, 201, "")
+		postBody(t, inst, "/webhooks/sample", []byte("{}")).expect(t, 404, "unknown_source")
+		tenants := map[string]string{}
+		for _, h := range hooks(t, inst) {
+			tenants[h.Source] = h.Tenant
+		}
+		if tenants["acme-gh"] != "acme" || tenants["sample"] != "globex" {
+			t.Fatalf("tenants %v: the URL's tenant must be authoritative for a shared source", tenants)
+		}
+	})
+	t.Run("no prefix", func(t *testing.T) {
+		inst := start(t, func(c *config.Config) { c.HTTP.Prefix = "/" }, nil)
+		postBody(t, inst, "/sample", []byte("{}")).expect(t, 201, "")
+	})
+}
+
+// Design: "a Content-Length above max_body_bytes is 413 ... Only then does it read the
+// body, still bounded by max_body_bytes as it streams (a chunked body has no length to
+// check up front)".
+func TestBodyCap(t *testing.T) {
+	inst := start(t, nil, nil)
+	addr := inst.IngestAddr()
+	// Only a 4 KiB prefix of the promised 100,000 bytes is sent: a 413 that arrives
+	// proves the rest was never awaited (the listener reads at most the first
+	// min(max_body_bytes, 8 KiB) with the headers).
+	r := raw(t, addr, "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"+strings.Repeat("p", 4096), false)
+	r.expect(t, 413, "payload_too_large")
+	if r.body["limit"] != float64(4096) {
+		t.Fatalf("413 limit %v", r.body["limit"])
+	}
+	chunk := strings.Repeat("a", 3000)
+	chunked := fmt.Sprintf("POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n", len(chunk), chunk, len(chunk), chunk)
+	raw(t, addr, chunked, false).expect(t, 413, "payload_too_large")
+	small := fmt.Sprintf("POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n", len(chunk), chunk)
+	raw(t, addr, small, false).expect(t, 201, "")
+	if hs := hooks(t, inst); len(hs) != 1 || string(hs[0].Body) != chunk {
+		t.Fatalf("stored %d hooks; want only the chunked one under the cap", len(hs))
+	}
+}
+
+// Design: "a body it cannot read at all (client disconnect, read timeout) is 400, kept
+// distinct from 413".
+func TestBodyReadFailed(t *testing.T) {
+	inst := start(t, nil, nil)
+	// 20 KiB promised, 10 KiB sent, then the client stops sending.
+	req := "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n" + strings.Repeat("b", 100)
+	raw(t, inst.IngestAddr(), req, true).expect(t, 400, "body_read_failed")
+	if hs := hooks(t, inst); len(hs) != 0 {
+		t.Fatalf("a body that could not be read was stored")
+	}
+}
+
+// Design: "A header name or value holding a byte outside visible ASCII (space and tab
+// allowed in values) is also 400 invalid_header, refused before the body is read".
+func TestInvalidHeader(t *testing.T) {
+	inst := start(t, nil, nil)
+	r := raw(t, inst.IngestAddr(), "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nX-Bad: caf\xc3\xa9\r\nContent-Length: 2\r\n\r\n{}", false)
+	r.expect(t, 400, "invalid_header")
+	if r.body["header"] != "X-Bad" {
+		t.Fatalf("invalid_header names %v", r.body["header"])
+	}
+	raw(t, inst.IngestAddr(), "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nX-Tab: a\tb c\r\nContent-Length: 2\r\n\r\n{}", false).expect(t, 201, "")
+}
+
+// Non-POST requests other than the probes are 404 not_found; /health and /ready answer.
+func TestProbesAndOtherMethods(t *testing.T) {
+	inst := start(t, nil, nil)
+	get := func(path string) reply {
+		resp, err := http.Get("http://" + inst.IngestAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return toReply(t, resp)
+	}
+	get("/webhooks/sample").expect(t, 404, "not_found")
+	h := get("/health")
+	h.expect(t, 200, "")
+	if h.body["status"] != "ok" || h.body["instance"] != "edge" {
+		t.Fatalf("health %s", h.raw)
+	}
+	r := get("/ready")
+	r.expect(t, 200, "")
+	if r.body["status"] != "ready" || r.body["store"] != "ok" {
+		t.Fatalf("ready %s", r.raw)
+	}
+}
+
+// hold blocks synced writes until released.
+type hold struct {
+	entered atomic.Int64
+	gate    chan struct{}
+	fail    atomic.Bool
+}
+
+func newHold() *hold { return &hold{gate: make(chan struct{})} }
+
+func (h *hold) faults() *store.Faults {
+	return &store.Faults{BeforeCommit: func() error {
+		h.entered.Add(1)
+		<-h.gate
+		if h.fail.Load() {
+			return errors.New("injected write failure")
+		}
+		return nil
+	}}
+}
+
+func waitFor(t *testing.T, what string, fn func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !fn() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Design: "The queue is bounded twice — max_queue records and max_queue_bytes of body,
+// both counting buffered and in-flight records: full means 503 with Retry-After".
+func TestOverload(t *testing.T) {
+	h := newHold()
+	inst := start(t, func(c *config.Config) { c.Batcher.Partitions = 1; c.Batcher.MaxQueue = 2 }, h.faults())
+	done := make(chan reply, 2)
+	for range 2 {
+		go func() { done <- postBody(t, inst, "/webhooks/sample", []byte("{}")) }()
+	}
+	waitFor(t, "two records in flight", func() bool { n, _ := queue(inst); return n == 2 })
+	r := postBody(t, inst, "/webhooks/sample", []byte("{}"))
+	r.expect(t, 503, "overload")
+	if r.retryAfter != "1" {
+		t.Fatalf("Retry-After %q", r.retryAfter)
+	}
+	close(h.gate)
+	for range 2 {
+		(<-done).expect(t, 201, "")
+	}
+	if n := len(hooks(t, inst)); n != 2 {
+		t.Fatalf("%d hooks stored; the shed one must not be", n)
+	}
+}
+
+func queue(inst *instance.Instance) (int64, int64) {
+	return inst.Edge().Queue()
+}
+
+// Design: "Under wal.type: disk that is the store refusing a commit" — a failed synced
+// write is 503 store_unavailable with Retry-After, never a 2xx, and /ready reports it.
+func TestStoreUnavailable(t *testing.T) {
+	h := newHold()
+	h.fail.Store(true)
+	close(h.gate)
+	inst := start(t, nil, h.faults())
+	r := postBody(t, inst, "/webhooks/sample", []byte("{}"))
+	r.expect(t, 503, "store_unavailable")
+	if r.retryAfter != "1" {
+		t.Fatalf("Retry-After %q", r.retryAfter)
+	}
+	resp, err := http.Get("http://" + inst.IngestAddr() + "/ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := toReply(t, resp)
+	resp.Body.Close()
+	rr.expect(t, 503, "")
+	if rr.body["store"] != "write_failed" {
+		t.Fatalf("ready after a failed write: %s", rr.raw)
+	}
+	if n := len(hooks(t, inst)); n != 0 {
+		t.Fatalf("%d hooks stored by a failed write", n)
+	}
+}
+
+// Design: "A panic drops the message being handled: its caller must see a timeout or a
+// 503, never a 2xx." A batcher crashed while it buffers records answers each of them
+// 503; the record already handed to the writer is still committed.
+func TestCrashedBatcherNeverAcks(t *testing.T) {
+	h := newHold()
+	inst := start(t, func(c *config.Config) {
+		c.Batcher.Partitions = 1
+		c.Batcher.MaxCommits = 1
+		c.Batcher.RecordDeadlineMS = 2000
+	}, h.faults())
+	done := make(chan reply, 4)
+	go func() { done <- postBody(t, inst, "/webhooks/sample", []byte(`{"n":0}`)) }()
+	waitFor(t, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	// The batcher has one batch in flight (max_commits 1): the next two records stay in its buffer.
+	for i := 1; i <= 2; i++ {
+		go func() { done <- postBody(t, inst, "/webhooks/sample", fmt.Appendf(nil, `{"n":%d}`, i)) }()
+	}
+	waitFor(t, "three records in the partition", func() bool { n, _ := queue(inst); return n == 3 })
+	inst.Kill().Arm(edge.BatcherName("edge", 0))
+	go func() { done <- postBody(t, inst, "/webhooks/sample", []byte(`{"n":3}`)) }()
+	// The crash answers the buffered records (and the one whose message crashed it) 503.
+	for range 3 {
+		r := <-done
+		if r.status == 201 {
+			t.Fatalf("a record dropped by a crashed batcher was answered 201: %s", r.raw)
+		}
+		r.expect(t, 503, "")
+	}
+	close(h.gate)
+	(<-done).expect(t, 201, "")
+	hs := hooks(t, inst)
+	if len(hs) != 1 || string(hs[0].Body) != `{"n":0}` {
+		t.Fatalf("store holds %d hooks; want only the one that was committing", len(hs))
+	}
+}
+
+func startB(b *testing.B) *instance.Instance {
+	return start(b, func(c *config.Config) { c.Admin.Enabled = false }, nil)
+}

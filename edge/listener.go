@@ -1,0 +1,105 @@
+package edge
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/valyala/fasthttp"
+)
+
+// listener owns the ingest socket. Its Started opens the port (a port that cannot be
+// bound fails the boot); its Stopping closes the listener and waits for the requests it
+// is serving, each of which ends in an answer.
+type listener struct {
+	e    *Edge
+	srv  *fasthttp.Server
+	done sync.WaitGroup
+}
+
+// NewListenerProps returns the ingest listener's props.
+func NewListenerProps(e *Edge) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &listener{e: e} })
+}
+
+func (l *listener) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		if err := l.start(); err != nil {
+			panic(err) // fails the boot, or counts against the domain's restart budget
+		}
+	case *actor.Stopping, *actor.Restarting:
+		l.stop()
+	}
+}
+
+func (l *listener) start() error {
+	addr := net.JoinHostPort(l.e.set.IP, strconv.Itoa(l.e.set.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("edge: cannot listen on %s: %w", addr, err)
+	}
+	l.srv = &fasthttp.Server{
+		Handler: l.e.Handle,
+		Name:    "ankusa",
+		// The body is streamed so that everything that can refuse a request runs before
+		// it is read; the cap is enforced by the handler, not by fasthttp's own 413.
+		StreamRequestBody:             true,
+		MaxRequestBodySize:            int(l.e.set.MaxBodyBytes),
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: true,
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 true,
+		ReadTimeout:                   30 * time.Second,
+		WriteTimeout:                  30 * time.Second,
+		IdleTimeout:                   90 * time.Second,
+		ReadBufferSize:                16 << 10,
+		Concurrency:                   64 << 10,
+		ErrorHandler:                  l.e.transportError,
+	}
+	bound := ln.Addr().String()
+	l.e.addr.Store(&bound)
+	l.done.Add(1)
+	go func() {
+		defer l.done.Done()
+		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+			l.e.log.Error().Err(err).Msg("ingest listener stopped")
+		}
+	}()
+	l.e.log.Info().Str("addr", bound).Msg("ingest listening")
+	return nil
+}
+
+func (l *listener) stop() {
+	if l.srv == nil {
+		return
+	}
+	if err := l.srv.Shutdown(); err != nil {
+		l.e.log.Warn().Err(err).Msg("ingest listener shutdown")
+	}
+	l.done.Wait()
+	l.srv = nil
+	empty := ""
+	l.e.addr.Store(&empty)
+}
+
+// transportError answers what fasthttp could not parse as the edge's own JSON refusals.
+func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
+	// fasthttp reads the first bytes of a body (up to 8 KiB, never more than
+	// max_body_bytes) before the handler runs; a body that breaks off there lands here.
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne) && ne.Timeout():
+		e.refuseEarly(ctx, refuseBodyRead(err))
+	default:
+		e.log.Debug().Err(err).Msg("request could not be parsed")
+		e.refuseEarly(ctx, refuseBadRequest)
+	}
+}

@@ -1,0 +1,53 @@
+package edge
+
+import (
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
+)
+
+// DefaultTenant owns shared sources: a source of tenant "default" answers any tenant's URL.
+const DefaultTenant = "default"
+
+// Source is what ingest needs of a configured source.
+type Source struct {
+	ID     string
+	Tenant string
+	// Sinks are the delivery rows a commit writes, one per sink, bound by index and type.
+	Sinks []store.SinkBinding
+}
+
+// SourceStore looks sources up by id. Lookup returns ErrUnknownSource or
+// ErrSourcesUnavailable; a store that cannot answer must never say "unknown".
+type SourceStore interface {
+	Lookup(id []byte) (*Source, error)
+}
+
+// StaticSources is the read-only source store built from the config file.
+type StaticSources struct {
+	byID map[string]*Source
+}
+
+// NewStaticSources indexes the configured sources.
+func NewStaticSources(cfg map[string]config.Source) *StaticSources {
+	s := &StaticSources{byID: make(map[string]*Source, len(cfg))}
+	for id, src := range cfg {
+		tenant := src.Tenant
+		if tenant == "" {
+			tenant = DefaultTenant
+		}
+		sinks := make([]store.SinkBinding, len(src.Sinks))
+		for i, k := range src.Sinks {
+			sinks[i] = store.SinkBinding{Index: uint16(i), Type: k.Type}
+		}
+		s.byID[id] = &Source{ID: id, Tenant: tenant, Sinks: sinks}
+	}
+	return s
+}
+
+// Lookup implements SourceStore; the map index with a converted key does not allocate.
+func (s *StaticSources) Lookup(id []byte) (*Source, error) {
+	if src, ok := s.byID[string(id)]; ok {
+		return src, nil
+	}
+	return nil, ErrUnknownSource
+}

@@ -1,0 +1,230 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/actors"
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/supervision"
+	"github.com/ankusa-go/ankusa/telemetry"
+)
+
+// ErrUnsupportedWAL refuses a wal.type this build cannot honour: booting it would mean
+// answering 2xx on a promise nothing keeps.
+var ErrUnsupportedWAL = errors.New("instance: wal.type not supported by this build")
+
+// Options are what the embedding process hands an instance besides its config.
+type Options struct {
+	Log     zerolog.Logger
+	Version string
+	// Faults is passed to the store; tests use it to hold or fail synced writes.
+	Faults *store.Faults
+	// Supervision overrides the tree's restart budget and back-off (tests shorten them).
+	Supervision *supervision.Options
+}
+
+// Instance is one running instance.
+type Instance struct {
+	cfg    *config.Config
+	opts   Options
+	log    zerolog.Logger
+	tel    *telemetry.Telemetry
+	health *edge.Health
+	system *actor.ActorSystem
+	edge   *edge.Edge
+	kill   *actors.Kill
+	tree   *supervision.Tree
+
+	db        atomic.Pointer[store.DB]
+	adminAddr atomic.Pointer[string]
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// New prepares an instance; Start runs it.
+func New(cfg *config.Config, opts Options) (*Instance, error) {
+	switch cfg.WAL.Type {
+	case "disk":
+	default:
+		return nil, fmt.Errorf("%w: %q (this build implements wal.type disk; dual needs the intake log and none needs durable sinks)", ErrUnsupportedWAL, cfg.WAL.Type)
+	}
+	log := opts.Log.With().Str("instance", cfg.Instance).Logger()
+	return &Instance{
+		cfg: cfg, opts: opts, log: log,
+		tel:    telemetry.New(cfg.Instance, log),
+		health: &edge.Health{},
+		kill:   actors.NewKill(),
+	}, nil
+}
+
+// Start boots the tree: it returns once every child started, or the error of the first
+// one that could not (a port in use, a store that refuses to open).
+func (i *Instance) Start() error {
+	cfg := i.cfg
+	i.system = actors.NewSystem(cfg.Instance, i.log)
+	i.log.Info().Str("wal", cfg.WAL.Type).Strs("roles", cfg.EffectiveRoles()).Msg(telemetry.DurabilityLine(cfg.WAL.Type, false, 0))
+
+	children := []supervision.ChildSpec{
+		{Name: "metrics", Props: i.withKill(newGaugesProps(i)), Domain: "metrics", Isolated: true},
+		{Name: "store", Props: i.withKill(newStoreProps(i)), Domain: "core"},
+	}
+	if cfg.HasRole("edge") {
+		i.edge = edge.New(edge.SettingsFrom(cfg), i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
+			edge.NewStaticSources(cfg.Sources), i.tel, i.health)
+		children = append(children, supervision.ChildSpec{
+			Name: edge.SubtreeName, Props: supervision.NewProps(i.edgeChildren(), i.supervisionOptions()), Domain: "core",
+		})
+	}
+	if cfg.Admin.Enabled {
+		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(newAdminProps(i)), Domain: "admin", Isolated: true})
+	}
+	tree, err := supervision.Start(i.system, cfg.Instance, children, i.supervisionOptions())
+	if err != nil {
+		i.system.Shutdown()
+		return fmt.Errorf("instance %s: cannot start: %w", cfg.Instance, err)
+	}
+	i.tree = tree
+	return nil
+}
+
+// edgeChildren is the edge subtree, rest-for-one in this order: the writer, the
+// partition batchers, the listener. A writer crash restarts the batchers and the
+// listener after it; a listener crash touches nothing before it.
+func (i *Instance) edgeChildren() []supervision.ChildSpec {
+	cfg := i.cfg
+	writer := edge.WriterPID(i.system, cfg.Instance)
+	specs := []supervision.ChildSpec{{
+		Name: edge.WriterName, Domain: "core",
+		Props: i.withKill(store.NewWriterProps(dbRef{i}, store.WriterOptions{
+			GroupMaxBytes:   cfg.Batcher.GroupCommitMaxBytes,
+			GroupMaxRecords: cfg.Batcher.GroupCommitMaxRecords,
+			OnCommit:        i.onCommit,
+		})),
+	}}
+	for p := range cfg.Batcher.Partitions {
+		specs = append(specs, supervision.ChildSpec{Name: edge.BatcherChild(p), Domain: "core", Props: i.withKill(edge.NewBatcherProps(i.edge, p, writer))})
+	}
+	return append(specs, supervision.ChildSpec{Name: edge.ListenerName, Domain: "core", Props: i.withKill(edge.NewListenerProps(i.edge))})
+}
+
+func (i *Instance) supervisionOptions() supervision.Options {
+	o := supervision.Options{}
+	if i.opts.Supervision != nil {
+		o = *i.opts.Supervision
+	}
+	o.OnEvent = func(ev supervision.Event) {
+		i.tel.Subtree(telemetry.SubtreeEvent{Kind: ev.Kind, Domain: string(ev.Domain), Child: ev.Child, Reason: ev.Reason, Delay: ev.Delay})
+	}
+	return o
+}
+
+func (i *Instance) withKill(p *actor.Props) *actor.Props {
+	return p.Configure(actor.WithReceiverMiddleware(actors.WithKillInjection(i.kill)))
+}
+
+func (i *Instance) onCommit(c store.CommitInfo) {
+	class := ""
+	if c.Err != nil {
+		i.health.WriteFailed(time.Now())
+		class = "other"
+		var we *store.WriteError
+		if errors.As(c.Err, &we) {
+			class = string(we.Class)
+		}
+	}
+	i.tel.Commit(c.Duration, c.Records, c.Bytes, c.Err, class)
+}
+
+// Drain stops taking traffic the way the design orders it: /ready turns 503 at once,
+// the listener keeps serving for listener.drain_delay_ms, then the tree stops in
+// reverse order, so the listener closes and waits for every request it serves before
+// the batchers, the writer and the store stop. Every request in flight is answered.
+func (i *Instance) Drain(ctx context.Context) error {
+	i.health.SetDraining()
+	i.log.Info().Int("drain_delay_ms", i.cfg.Listener.DrainDelayMS).Msg("draining")
+	t := time.NewTimer(time.Duration(i.cfg.Listener.DrainDelayMS) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return i.Stop()
+}
+
+// Stop stops the tree (reverse order) and the actor system. It is idempotent.
+func (i *Instance) Stop() error {
+	i.stopOnce.Do(func() {
+		if i.tree != nil {
+			timeout := time.Duration(i.cfg.Listener.DrainTimeoutMS+i.cfg.Batcher.RecordDeadlineMS)*time.Millisecond + 5*time.Second
+			i.stopErr = i.tree.Stop(timeout)
+		}
+		if i.system != nil {
+			i.system.Shutdown()
+		}
+		i.log.Info().Msg("instance stopped")
+	})
+	return i.stopErr
+}
+
+// Fatal fires when a core domain exhausted its restart budget: the process should stop
+// the instance and exit so that whatever supervises it starts it again.
+func (i *Instance) Fatal() <-chan error {
+	if i.tree == nil {
+		return nil
+	}
+	return i.tree.Fatal()
+}
+
+// Config returns the instance's config.
+func (i *Instance) Config() *config.Config { return i.cfg }
+
+// IngestAddr is the ingest listener's bound address.
+func (i *Instance) IngestAddr() string {
+	if i.edge == nil {
+		return ""
+	}
+	return i.edge.Addr()
+}
+
+// AdminAddr is the admin listener's bound address.
+func (i *Instance) AdminAddr() string {
+	if p := i.adminAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Store is the open store (nil while it is closed); tests read hooks through it.
+func (i *Instance) Store() *store.DB { return i.db.Load() }
+
+// Telemetry is the instance's telemetry (metrics registry, logger).
+func (i *Instance) Telemetry() *telemetry.Telemetry { return i.tel }
+
+// Kill is the instance's kill injection (chaos tests crash named actors with it).
+func (i *Instance) Kill() *actors.Kill { return i.kill }
+
+// dbRef lets the writer reach whichever store is open now: a restarted store hands the
+// next writer a new handle without the writer's props changing.
+type dbRef struct{ i *Instance }
+
+func (r dbRef) CommitHooks(recs []*store.Record) (uint64, error) {
+	db := r.i.db.Load()
+	if db == nil {
+		return 0, store.ErrClosed
+	}
+	return db.CommitHooks(recs)
+}
+
+// Edge is the instance's ingest state (nil without the edge role).
+func (i *Instance) Edge() *edge.Edge { return i.edge }

@@ -1,0 +1,665 @@
+package store
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/linxGnu/grocksdb"
+	"github.com/rs/zerolog"
+)
+
+// Column families, in the order Open passes them to RocksDB (the index into DB.cfs).
+const (
+	cfDefault = iota
+	cfHooks
+	cfDeliveries
+	cfIndex
+	cfArchive
+	cfQuarantine
+	cfAudit
+	cfCount
+)
+
+var cfNames = [cfCount]string{"default", "hooks", "deliveries", "index", "archive", "quarantine", "audit"}
+
+// Memory budget: one block cache shared by every column family, and memtables capped in total, so the store's
+// footprint does not grow with the number of column families.
+const (
+	blockCacheBytes  = 64 << 20
+	writeBufferBytes = 32 << 20
+	totalMemtables   = 2 * writeBufferBytes
+)
+
+// Options configures Open.
+type Options struct {
+	Dir    string // <data_dir>/<instance>/store; created if missing
+	Log    zerolog.Logger
+	Faults *Faults // nil in production
+}
+
+// Faults lets tests inject failures into the commit path.
+type Faults struct {
+	// BeforeCommit runs inside CommitHooks just before the synced write. It may block (to hold the sync) or
+	// return an error (the commit then fails with it and nothing is written).
+	BeforeCommit func() error
+}
+
+// Record is one hook to commit: its encoded value and the obligations to write beside it.
+type Record struct {
+	ID         [16]byte
+	Tenant     string
+	ReceivedAt int64  // unix ms; the first due time of every delivery row
+	Size       uint32 // body size, charged by byte-bounded windows
+	Value      []byte // AppendHook output, encoded on the caller's goroutine
+	Sinks      []SinkBinding
+	Archive    bool // write an archive obligation (only while the storage role runs)
+}
+
+// SinkBinding names one sink of the hook's source: its index in the source's sink list and its type.
+type SinkBinding struct {
+	Index uint16
+	Type  string
+}
+
+// DB is an open store. All methods are safe for concurrent use.
+//
+// Lock order: commitMu, then closeMu.
+type DB struct {
+	dir    string
+	log    zerolog.Logger
+	faults *Faults
+
+	// closeMu is held shared by every operation on the RocksDB handles and exclusively by Close, so no handle
+	// is freed under a running call.
+	closeMu sync.RWMutex
+	closed  bool
+
+	rdb   *grocksdb.DB
+	cfs   [cfCount]*grocksdb.ColumnFamilyHandle
+	opts  *grocksdb.Options
+	bbto  *grocksdb.BlockBasedTableOptions
+	cache *grocksdb.Cache
+	ro    *grocksdb.ReadOptions
+	wo    *grocksdb.WriteOptions // sync=true: every write this package makes is an fsynced commit
+
+	storeID string
+
+	// nextSeq is the first seq of the next group. It only grows: a failed commit burns its seqs. Written under
+	// commitMu, read by NextSeq without it.
+	nextSeq atomic.Uint64
+
+	// commitMu serialises CommitHooks (seq and ordinal assignment must follow write order) and guards the rest.
+	commitMu   sync.Mutex
+	nextOrd    uint32
+	ords       map[string]uint32
+	wb         *grocksdb.WriteBatch // reused: cleared per commit
+	key, val   []byte               // scratch encodings, copied into wb by RocksDB
+	newTenants []tenantOrd
+}
+
+type tenantOrd struct {
+	tenant string
+	ord    uint32
+}
+
+// Open opens (creating if missing) the store in opts.Dir. Every refusal is an *OpenError: a store that cannot
+// be read, or whose contents contradict each other, is never opened as if it were empty or shorter.
+func Open(opts Options) (*DB, error) {
+	if opts.Dir == "" {
+		return nil, &OpenError{Path: opts.Dir, Err: errors.New("no directory given")}
+	}
+	fresh, err := checkDir(opts.Dir)
+	if err != nil {
+		return nil, &OpenError{Path: opts.Dir, Err: err}
+	}
+	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32)}
+	if err := db.open(fresh); err != nil {
+		db.release()
+		return nil, &OpenError{Path: opts.Dir, Err: err}
+	}
+	db.log.Info().Str("dir", db.dir).Str("store_id", db.storeID).Uint64("next_seq", db.nextSeq.Load()).
+		Int("tenants", len(db.ords)).Bool("created", fresh).Msg("store opened")
+	return db, nil
+}
+
+// checkDir creates dir if needed and tells whether it holds no database yet. A directory with RocksDB files but
+// no CURRENT is refused: create_if_missing would otherwise start an empty database over the old one.
+func checkDir(dir string) (fresh bool, err error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return false, fmt.Errorf("cannot create directory: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err == nil {
+		return false, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("cannot stat CURRENT: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, fmt.Errorf("cannot list directory: %w", err)
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst") || strings.HasSuffix(n, ".log") ||
+			strings.HasSuffix(n, ".blob") {
+			return false, fmt.Errorf("database file %s present but CURRENT missing", n)
+		}
+	}
+	return true, nil
+}
+
+func (db *DB) open(fresh bool) error {
+	db.cache = grocksdb.NewLRUCache(blockCacheBytes)
+	db.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
+	db.bbto.SetBlockCache(db.cache)
+	db.bbto.SetFilterPolicy(grocksdb.NewBloomFilterFull(10))
+
+	o := grocksdb.NewDefaultOptions()
+	db.opts = o
+	o.SetCreateIfMissing(true)
+	o.SetCreateIfMissingColumnFamilies(true)
+	o.SetParanoidChecks(true)
+	// A torn tail (a write that never returned, so was never acknowledged) is dropped; a bad record before the
+	// end of the log fails the open instead of replaying up to it (point-in-time recovery would open shorter).
+	o.SetWALRecoveryMode(grocksdb.TolerateCorruptedTailRecordsRecovery)
+	o.SetBlockBasedTableFactory(db.bbto)
+	o.SetWriteBufferSize(writeBufferBytes)
+	o.SetMaxWriteBufferNumber(2)
+	o.SetDbWriteBufferSize(totalMemtables)
+	o.SetKeepLogFileNum(4)
+	o.SetMaxLogFileSize(8 << 20)
+
+	cfOpts := make([]*grocksdb.Options, cfCount)
+	for i := range cfOpts {
+		cfOpts[i] = o
+	}
+	rdb, handles, err := grocksdb.OpenDbColumnFamilies(o, db.dir, cfNames[:], cfOpts)
+	if err != nil {
+		return fmt.Errorf("cannot open rocksdb: %w", err)
+	}
+	db.rdb = rdb
+	copy(db.cfs[:], handles)
+
+	db.ro = grocksdb.NewDefaultReadOptions()
+	db.ro.SetVerifyChecksums(true)
+	db.wo = grocksdb.NewDefaultWriteOptions()
+	db.wo.SetSync(true)
+	db.wb = grocksdb.NewWriteBatch()
+
+	return db.loadMeta(fresh)
+}
+
+// loadMeta reads every meta key and tenant ordinal and checks them against each other and the hooks CF. A read
+// error fails the open: an unreadable store is never reported as empty.
+func (db *DB) loadMeta(fresh bool) error {
+	version, err := db.getCF(cfDefault, []byte(metaFormatVersion))
+	if err != nil {
+		return err
+	}
+	if version == nil {
+		// No format marker: a new database, or one whose creation stopped before the meta was written. Either way
+		// it must hold nothing at all, or this is damage.
+		for cf := range cfCount {
+			empty, err := db.cfEmpty(cf)
+			if err != nil {
+				return err
+			}
+			if !empty {
+				return fmt.Errorf("column family %s holds data but %s is missing", cfNames[cf], metaFormatVersion)
+			}
+		}
+		if !fresh {
+			db.log.Warn().Str("dir", db.dir).Msg("store has no meta and no data; initialising it")
+		}
+		return db.initMeta()
+	}
+	if len(version) != 4 || binary.BigEndian.Uint32(version) != FormatVersion {
+		return fmt.Errorf("%s = %x, this build reads format %d", metaFormatVersion, version, FormatVersion)
+	}
+	id, err := db.getCF(cfDefault, []byte(metaStoreID))
+	if err != nil {
+		return err
+	}
+	if len(id) == 0 {
+		return fmt.Errorf("%s missing", metaStoreID)
+	}
+	db.storeID = string(id)
+	next, err := db.getCF(cfDefault, []byte(metaNextSeq))
+	if err != nil {
+		return err
+	}
+	if len(next) != 8 {
+		return fmt.Errorf("%s = %x: want 8 bytes", metaNextSeq, next)
+	}
+	db.nextSeq.Store(binary.BigEndian.Uint64(next))
+	ord, err := db.getCF(cfDefault, []byte(metaNextOrd))
+	if err != nil {
+		return err
+	}
+	if len(ord) != 4 {
+		return fmt.Errorf("%s = %x: want 4 bytes", metaNextOrd, ord)
+	}
+	db.nextOrd = binary.BigEndian.Uint32(ord)
+
+	seen := make(map[uint32]string)
+	err = db.scan(cfDefault, []byte(tenantPrefix), func(k, v []byte) error {
+		tenant := string(k[len(tenantPrefix):])
+		if len(v) != 4 {
+			return fmt.Errorf("tenant %q ordinal %x: want 4 bytes", tenant, v)
+		}
+		o := binary.BigEndian.Uint32(v)
+		if o >= db.nextOrd {
+			return fmt.Errorf("tenant %q ordinal %d not below %s %d", tenant, o, metaNextOrd, db.nextOrd)
+		}
+		if other, dup := seen[o]; dup {
+			return fmt.Errorf("tenants %q and %q share ordinal %d", other, tenant, o)
+		}
+		seen[o] = tenant
+		db.ords[tenant] = o
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return db.checkSeq()
+}
+
+// checkSeq refuses a store whose newest hook is at or past m:next_seq: they are written in one batch, so that
+// can only be damage, and committing would reuse a seq.
+func (db *DB) checkSeq() error {
+	it := db.rdb.NewIteratorCF(db.ro, db.cfs[cfHooks])
+	defer it.Close()
+	it.SeekToLast()
+	if it.Valid() {
+		seq, err := ParseHookKey(it.Key().Data())
+		if err != nil {
+			return fmt.Errorf("last hook key: %w", err)
+		}
+		if next := db.nextSeq.Load(); seq >= next {
+			return fmt.Errorf("last hook seq %d is not below %s %d", seq, metaNextSeq, next)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("cannot read the last hook key: %w", err)
+	}
+	return nil
+}
+
+// initMeta writes the meta of a new store in one synced batch. Seqs and ordinals start at 1 so a zero value
+// never names a real hook or tenant.
+func (db *DB) initMeta() error {
+	var raw [16]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return fmt.Errorf("cannot make a store id: %w", err)
+	}
+	db.storeID = strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(raw[:]))
+	db.nextSeq.Store(1)
+	db.nextOrd = 1
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	cf := db.cfs[cfDefault]
+	wb.PutCF(cf, []byte(metaStoreID), []byte(db.storeID))
+	wb.PutCF(cf, []byte(metaFormatVersion), binary.BigEndian.AppendUint32(nil, FormatVersion))
+	wb.PutCF(cf, []byte(metaNextSeq), binary.BigEndian.AppendUint64(nil, 1))
+	wb.PutCF(cf, []byte(metaNextOrd), binary.BigEndian.AppendUint32(nil, 1))
+	if err := db.rdb.Write(db.wo, wb); err != nil {
+		return fmt.Errorf("cannot write the meta of a new store: %w", err)
+	}
+	return nil
+}
+
+// release frees whatever open managed to allocate (every field may be nil).
+func (db *DB) release() {
+	if db.wb != nil {
+		db.wb.Destroy()
+	}
+	if db.ro != nil {
+		db.ro.Destroy()
+	}
+	if db.wo != nil {
+		db.wo.Destroy()
+	}
+	for i, h := range db.cfs {
+		if h != nil {
+			h.Destroy()
+			db.cfs[i] = nil
+		}
+	}
+	if db.rdb != nil {
+		db.rdb.Close()
+	}
+	if db.opts != nil {
+		db.opts.Destroy()
+	}
+	if db.bbto != nil {
+		db.bbto.Destroy()
+	}
+	if db.cache != nil {
+		db.cache.Destroy()
+	}
+}
+
+// Close closes the store, waiting for calls in progress. It is idempotent; every other call made after it
+// returns ErrClosed.
+func (db *DB) Close() error {
+	db.closeMu.Lock()
+	defer db.closeMu.Unlock()
+	if db.closed {
+		return nil
+	}
+	db.closed = true
+	db.release()
+	db.log.Info().Str("dir", db.dir).Uint64("next_seq", db.nextSeq.Load()).Msg("store closed")
+	return nil
+}
+
+// Dir is the directory the store lives in.
+func (db *DB) Dir() string { return db.dir }
+
+// StoreID is the random id written when the store was created (backups name their owner with it).
+func (db *DB) StoreID() string { return db.storeID }
+
+// NextSeq is the seq the next committed hook will get at the earliest.
+func (db *DB) NextSeq() uint64 { return db.nextSeq.Load() }
+
+// CommitHooks writes recs as one synced WriteBatch: per record the hook row, one pending delivery row and due key
+// per sink, the archive obligation when asked, plus new tenant ordinals and m:next_seq. It returns the seq of
+// recs[0]; recs[i] has first+i. It returns only after the batch is synced (or failed, with nothing written). A
+// record with neither sinks nor an archive obligation gets its seq but no row: nothing would ever reclaim it
+// (inventory E.3, "acked with a seq but not stored").
+//
+// Seqs are dense within a call and strictly increasing across calls and restarts; a failed call burns its seqs.
+// Concurrent callers are serialised.
+func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	first = db.nextSeq.Load()
+	if len(recs) == 0 {
+		return first, nil
+	}
+	next := first + uint64(len(recs))
+	// Burned before the write: whatever happens below, these seqs are never handed out again in this process,
+	// and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
+	db.nextSeq.Store(next)
+
+	wb := db.wb
+	wb.Clear()
+	db.newTenants = db.newTenants[:0]
+	ordBefore := db.nextOrd
+	hooks, deliveries, index := db.cfs[cfHooks], db.cfs[cfDeliveries], db.cfs[cfIndex]
+	for i, r := range recs {
+		if len(r.Sinks) == 0 && !r.Archive {
+			continue
+		}
+		seq := first + uint64(i)
+		db.key = AppendHookKey(db.key[:0], seq)
+		wb.PutCF(hooks, db.key, r.Value)
+		if len(r.Sinks) > 0 {
+			ord := db.ordinalLocked(r.Tenant)
+			for _, s := range r.Sinks {
+				row := DeliveryRow{SinkIndex: s.Index, SinkType: s.Type, State: StatePending, DueAt: r.ReceivedAt, Size: r.Size}
+				db.key = DeliveryKey{Seq: seq, Sink: s.Index}.Append(db.key[:0])
+				db.val = AppendDeliveryRow(db.val[:0], &row)
+				wb.PutCF(deliveries, db.key, db.val)
+				db.key = DueKey{Ord: ord, At: r.ReceivedAt, Seq: seq, Sink: s.Index}.Append(db.key[:0])
+				db.val = AppendIndexValue(db.val[:0], r.Size)
+				wb.PutCF(index, db.key, db.val)
+			}
+		}
+		if r.Archive {
+			db.key = AppendArchiveKey(db.key[:0], seq)
+			db.val = AppendIndexValue(db.val[:0], r.Size)
+			wb.PutCF(index, db.key, db.val)
+		}
+	}
+	meta := db.cfs[cfDefault]
+	for _, t := range db.newTenants {
+		db.key = appendTenantKey(db.key[:0], t.tenant)
+		db.val = binary.BigEndian.AppendUint32(db.val[:0], t.ord)
+		wb.PutCF(meta, db.key, db.val)
+	}
+	if db.nextOrd != ordBefore {
+		db.key = append(db.key[:0], metaNextOrd...)
+		db.val = binary.BigEndian.AppendUint32(db.val[:0], db.nextOrd)
+		wb.PutCF(meta, db.key, db.val)
+	}
+	db.key = append(db.key[:0], metaNextSeq...)
+	db.val = binary.BigEndian.AppendUint64(db.val[:0], next)
+	wb.PutCF(meta, db.key, db.val)
+
+	if f := db.faults; f != nil && f.BeforeCommit != nil {
+		if err := f.BeforeCommit(); err != nil {
+			return 0, &WriteError{Class: classify(err), Err: err}
+		}
+	}
+	if err := db.rdb.Write(db.wo, wb); err != nil {
+		// New ordinals stay burned like the seqs (db.nextOrd is not rolled back) so an ordinal is never given to
+		// two tenants; the tenants simply get fresh ones on their next commit. A write that fails after reaching
+		// the WAL leaves RocksDB refusing writes until the store is reopened.
+		return 0, &WriteError{Class: classify(err), Err: err}
+	}
+	for _, t := range db.newTenants {
+		db.ords[t.tenant] = t.ord
+	}
+	return first, nil
+}
+
+// ordinalLocked returns tenant's ordinal, assigning the next one (recorded in newTenants until the write
+// succeeds) the first time the tenant commits.
+func (db *DB) ordinalLocked(tenant string) uint32 {
+	if o, ok := db.ords[tenant]; ok {
+		return o
+	}
+	for _, t := range db.newTenants {
+		if t.tenant == tenant {
+			return t.ord
+		}
+	}
+	o := db.nextOrd
+	db.nextOrd++
+	db.newTenants = append(db.newTenants, tenantOrd{tenant: tenant, ord: o})
+	return o
+}
+
+// TenantOrdinal returns the ordinal of tenant, if it has committed.
+func (db *DB) TenantOrdinal(tenant string) (uint32, bool) {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	o, ok := db.ords[tenant]
+	return o, ok
+}
+
+// classify maps a write failure to its class. RocksDB statuses reach Go only as Status::ToString() text, so
+// after the typed checks (errno, an injected WriteError) the class is read from the fixed status prefixes and
+// the errno text the POSIX env embeds: this is the one place the package reads an error message.
+func classify(err error) WriteClass {
+	var we *WriteError
+	switch {
+	case errors.As(err, &we):
+		return we.Class
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return ClassNoSpace
+	case errors.Is(err, syscall.EROFS):
+		return ClassReadOnly
+	case errors.Is(err, syscall.EIO):
+		return ClassIOError
+	case errors.Is(err, syscall.EBUSY), errors.Is(err, syscall.EAGAIN):
+		return ClassBusy
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "No space left on device"), strings.Contains(msg, "Space limit reached"):
+		return ClassNoSpace
+	case strings.Contains(msg, "Read-only file system"), strings.Contains(msg, "read only mode"):
+		return ClassReadOnly
+	case strings.HasPrefix(msg, "Corruption:"):
+		return ClassCorruption
+	case strings.HasPrefix(msg, "Resource busy"), strings.HasPrefix(msg, "Operation timed out"),
+		strings.HasPrefix(msg, "Operation failed. Try again"):
+		return ClassBusy
+	case strings.HasPrefix(msg, "IO error"):
+		return ClassIOError
+	}
+	return ClassOther
+}
+
+// getCF reads one key, copying the value out of C memory. A missing key is (nil, nil).
+func (db *DB) getCF(cf int, key []byte) ([]byte, error) {
+	s, err := db.rdb.GetCF(db.ro, db.cfs[cf], key)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s key %q: %w", cfNames[cf], key, err)
+	}
+	defer s.Free()
+	if !s.Exists() {
+		return nil, nil
+	}
+	return bytes.Clone(s.Data()), nil
+}
+
+func (db *DB) cfEmpty(cf int) (bool, error) {
+	it := db.rdb.NewIteratorCF(db.ro, db.cfs[cf])
+	defer it.Close()
+	it.SeekToFirst()
+	empty := !it.Valid()
+	if err := it.Err(); err != nil {
+		return false, fmt.Errorf("cannot scan %s: %w", cfNames[cf], err)
+	}
+	return empty, nil
+}
+
+// scan calls fn for every key of cf starting with prefix, in order. k and v point into C memory valid only
+// during the call: fn copies what it keeps. A scan that fails is an error, never a short answer.
+func (db *DB) scan(cf int, prefix []byte, fn func(k, v []byte) error) error {
+	it := db.rdb.NewIteratorCF(db.ro, db.cfs[cf])
+	defer it.Close()
+	if len(prefix) == 0 {
+		it.SeekToFirst()
+	} else {
+		it.Seek(prefix)
+	}
+	for ; it.Valid(); it.Next() {
+		k := it.Key().Data()
+		if !bytes.HasPrefix(k, prefix) {
+			break
+		}
+		if err := fn(k, it.Value().Data()); err != nil {
+			return err
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("cannot scan %s: %w", cfNames[cf], err)
+	}
+	return nil
+}
+
+// read runs fn with the handles guaranteed open (or returns ErrClosed).
+func (db *DB) read(fn func() error) error {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	return fn()
+}
+
+// GetHook reads the hook stored at seq (ErrNotFound if there is none).
+func (db *DB) GetHook(seq uint64) (Hook, error) {
+	var h Hook
+	err := db.read(func() error {
+		v, err := db.getCF(cfHooks, AppendHookKey(nil, seq))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("hook %d: %w", seq, ErrNotFound)
+		}
+		h, err = DecodeHook(v)
+		if err != nil {
+			return fmt.Errorf("hook %d: %w", seq, err)
+		}
+		return nil
+	})
+	return h, err
+}
+
+// ForEachHook calls fn for every stored hook in seq order, stopping at the first error. fn must not call Close.
+func (db *DB) ForEachHook(fn func(seq uint64, h *Hook) error) error {
+	return db.read(func() error {
+		return db.scan(cfHooks, nil, func(k, v []byte) error {
+			seq, err := ParseHookKey(k)
+			if err != nil {
+				return err
+			}
+			h, err := DecodeHook(v)
+			if err != nil {
+				return fmt.Errorf("hook %d: %w", seq, err)
+			}
+			return fn(seq, &h)
+		})
+	})
+}
+
+// ForEachDelivery calls fn for every delivery row in (seq, sink) order, stopping at the first error. fn must not
+// call Close.
+func (db *DB) ForEachDelivery(fn func(seq uint64, r DeliveryRow) error) error {
+	return db.read(func() error {
+		return db.scan(cfDeliveries, nil, func(k, v []byte) error {
+			key, err := ParseDeliveryKey(k)
+			if err != nil {
+				return err
+			}
+			r, err := DecodeDeliveryRow(v)
+			if err != nil {
+				return fmt.Errorf("delivery %d/%d: %w", key.Seq, key.Sink, err)
+			}
+			return fn(key.Seq, r)
+		})
+	})
+}
+
+// CountIndex counts the index CF keys starting with prefix (IndexDue, IndexArchive).
+func (db *DB) CountIndex(prefix byte) (int, error) {
+	n := 0
+	err := db.read(func() error {
+		return db.scan(cfIndex, []byte{prefix}, func(_, _ []byte) error {
+			n++
+			return nil
+		})
+	})
+	return n, err
+}
+
+// HookIDs maps the id of every stored hook to its seq (loss tests compare it with the ids they were acked).
+func (db *DB) HookIDs() (map[[16]byte]uint64, error) {
+	ids := make(map[[16]byte]uint64)
+	err := db.read(func() error {
+		return db.scan(cfHooks, nil, func(k, v []byte) error {
+			seq, err := ParseHookKey(k)
+			if err != nil {
+				return err
+			}
+			// The id sits right after the version byte; reading it alone keeps the scan cheap.
+			if len(v) < 17 || v[0] != hookVersion {
+				return fmt.Errorf("hook %d: %w", seq, ErrCorruptValue)
+			}
+			ids[[16]byte(v[1:17])] = seq
+			return nil
+		})
+	})
+	return ids, err
+}

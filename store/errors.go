@@ -1,0 +1,68 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrOpenFailed matches every *OpenError: the store could not be opened (or was refused as damaged).
+	ErrOpenFailed = errors.New("store: open failed")
+	// ErrClosed is returned by every call made after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrNotFound is returned by point reads for an absent key.
+	ErrNotFound = errors.New("store: not found")
+	// ErrWriteFailed matches every *WriteError: a commit was refused and nothing of it was written.
+	ErrWriteFailed = errors.New("store: write failed")
+	// ErrCorruptValue is returned by the codecs for bytes they cannot decode.
+	ErrCorruptValue = errors.New("store: corrupt value")
+	// ErrBadKey is returned by the key parsers for a key of the wrong shape.
+	ErrBadKey = errors.New("store: malformed key")
+	// ErrWriterStopped answers a record whose batch was queued at the writer but never started because the
+	// writer stopped or restarted; nothing of it was written.
+	ErrWriterStopped = errors.New("store: writer stopped before the record's group started")
+)
+
+// OpenError is a refusal to open the store at Path. It matches ErrOpenFailed.
+type OpenError struct {
+	Path string
+	Err  error
+}
+
+func (e *OpenError) Error() string {
+	return fmt.Sprintf("store: cannot open %s: %v", e.Path, e.Err)
+}
+
+func (e *OpenError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrOpenFailed) true for every OpenError.
+func (e *OpenError) Is(target error) bool { return target == ErrOpenFailed }
+
+// WriteClass classifies a failed write so callers (telemetry, the reopen policy) can act on the kind of failure
+// without looking at the message.
+type WriteClass string
+
+// The write failure classes.
+const (
+	ClassNoSpace    WriteClass = "no_space"
+	ClassIOError    WriteClass = "io_error"
+	ClassReadOnly   WriteClass = "read_only"
+	ClassCorruption WriteClass = "corruption"
+	ClassBusy       WriteClass = "busy"
+	ClassOther      WriteClass = "other"
+)
+
+// WriteError is a failed commit. It matches ErrWriteFailed; nothing of the batch was written.
+type WriteError struct {
+	Class WriteClass
+	Err   error
+}
+
+func (e *WriteError) Error() string {
+	return fmt.Sprintf("store: cannot write batch (%s): %v", e.Class, e.Err)
+}
+
+func (e *WriteError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrWriteFailed) true for every WriteError.
+func (e *WriteError) Is(target error) bool { return target == ErrWriteFailed }

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"crypto/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+func openTest(t testing.TB, dir string, faults *Faults) *DB {
+	t.Helper()
+	db, err := Open(Options{Dir: dir, Log: zerolog.Nop(), Faults: faults})
+	if err != nil {
+		t.Fatalf("Open(%s): %v", dir, err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func newID(t testing.TB) [16]byte {
+	t.Helper()
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// makeRecord builds a record whose value is a real encoded hook of bodySize bytes.
+func makeRecord(t testing.TB, tenant string, bodySize int, sinks ...SinkBinding) *Record {
+	t.Helper()
+	h := Hook{
+		ID:          newID(t),
+		ReceivedAt:  time.Now().UnixMilli(),
+		Tenant:      tenant,
+		Source:      "src",
+		ContentType: "application/json",
+		Headers:     []Header{{Name: "x-test", Value: "1"}},
+		Body:        make([]byte, bodySize),
+	}
+	for i := range h.Body {
+		h.Body[i] = byte(i)
+	}
+	return &Record{
+		ID:         h.ID,
+		Tenant:     tenant,
+		ReceivedAt: h.ReceivedAt,
+		Size:       uint32(bodySize),
+		Value:      AppendHook(nil, &h),
+		Sinks:      sinks,
+	}
+}
+
+func makeRecords(t testing.TB, n int, tenant string) []*Record {
+	recs := make([]*Record, n)
+	for i := range recs {
+		recs[i] = makeRecord(t, tenant, 64, SinkBinding{Index: 0, Type: "http"})
+	}
+	return recs
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, total time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", total, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// gate is a BeforeCommit fault that holds the next commit (the synced write) until released, or fails it.
+type gate struct {
+	mu      sync.Mutex
+	hold    bool
+	fail    error
+	entered chan struct{} // receives once per held commit, when it reaches the write
+	release chan struct{}
+}
+
+func newGate() *gate {
+	return &gate{entered: make(chan struct{}, 16), release: make(chan struct{})}
+}
+
+func (g *gate) holdNext() {
+	g.mu.Lock()
+	g.hold = true
+	g.mu.Unlock()
+}
+
+func (g *gate) failNext(err error) {
+	g.mu.Lock()
+	g.fail = err
+	g.mu.Unlock()
+}
+
+func (g *gate) beforeCommit() error {
+	g.mu.Lock()
+	hold, fail := g.hold, g.fail
+	g.hold, g.fail = false, nil
+	g.mu.Unlock()
+	if hold {
+		g.entered <- struct{}{}
+		<-g.release
+	}
+	return fail
+}
+
+func (g *gate) waitEntered(t testing.TB) {
+	t.Helper()
+	select {
+	case <-g.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("held commit never reached the write")
+	}
+}
+
+func (g *gate) open() { g.release <- struct{}{} }
+
+func hookTenantSeqs(t testing.TB, db *DB) map[uint64]string {
+	t.Helper()
+	out := make(map[uint64]string)
+	if err := db.ForEachHook(func(seq uint64, h *Hook) error {
+		out[seq] = h.Tenant
+		return nil
+	}); err != nil {
+		t.Fatalf("ForEachHook: %v", err)
+	}
+	return out
+}

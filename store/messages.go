@@ -1,0 +1,73 @@
+package store
+
+import (
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// PendingState is where a Pending stands with the writer.
+type PendingState int32
+
+// Pending states. Waiting → Started (the writer took it into a group) or Waiting → Expired (its caller gave up
+// first); both transitions are one CAS, so exactly one side wins.
+const (
+	Waiting PendingState = iota
+	Started
+	Expired
+)
+
+// Result answers one Pending. Err == nil means committed and synced, with Seq.
+type Result struct {
+	Seq uint64
+	Err error
+}
+
+// Pending is one record waiting for its group. The edge allocates it (pooled), fills Record, sends it inside a
+// Batch and waits on Done. Exactly one Result is ever sent to Done (cap 1), and none to a record that expired.
+type Pending struct {
+	Record
+	Done  chan Result
+	state atomic.Int32
+}
+
+// NewPending returns a Pending with its Done channel.
+func NewPending() *Pending {
+	return &Pending{Done: make(chan Result, 1)}
+}
+
+// Expire marks p as given up by its caller (its deadline passed). true: the writer will never commit it and
+// sends it no Result (the caller answers 503); false: its group already started, the caller must wait for Done
+// (a started record is never abandoned).
+func (p *Pending) Expire() bool {
+	return p.state.CompareAndSwap(int32(Waiting), int32(Expired))
+}
+
+// State reports where p stands.
+func (p *Pending) State() PendingState { return PendingState(p.state.Load()) }
+
+// Reset makes p reusable: state back to Waiting; it drains nothing (Done must be empty) and leaves Record to the
+// caller (its Value buffer can be reused). An expired Pending may be reused only after
+// its batch's BatchDone, because until then the writer still holds it.
+func (p *Pending) Reset() {
+	p.state.Store(int32(Waiting))
+}
+
+// start is the writer's side of the CAS.
+func (p *Pending) start() bool {
+	return p.state.CompareAndSwap(int32(Waiting), int32(Started))
+}
+
+// Batch is sent by a partition batcher to the writer.
+type Batch struct {
+	Partition int
+	Records   []*Pending
+	ReplyTo   *actor.PID // receives BatchDone once every record of the batch has its Result (or expired)
+}
+
+// BatchDone tells a batcher that every record of one of its batches was answered; the batch's Pendings may be
+// reused.
+type BatchDone struct{ Partition, Records int }
+
+// groupCommitted is sent by a commit task to the writer that started it.
+type groupCommitted struct{ gen uint64 }

@@ -1,0 +1,236 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+)
+
+// Committer is what the writer commits through; *DB implements it, tests wrap it to count or fail commits.
+type Committer interface {
+	CommitHooks(recs []*Record) (uint64, error)
+}
+
+// WriterOptions configures the writer actor.
+type WriterOptions struct {
+	GroupMaxBytes   int64 // batcher.group_commit_max_bytes: sum of Value sizes in one group (<= 0: no bound)
+	GroupMaxRecords int   // batcher.group_commit_max_records (<= 0: no bound)
+	OnCommit        func(CommitInfo)
+	Log             zerolog.Logger
+}
+
+// CommitInfo describes one group commit, reported to WriterOptions.OnCommit after its callers were answered.
+type CommitInfo struct {
+	Duration       time.Duration
+	Records, Bytes int
+	Err            error
+}
+
+// NewWriterProps returns the props of the writer actor: it merges every Batch queued from every partition into
+// one group, commits it with one synced CommitHooks in a commit task while the next group accumulates, and
+// answers each record from that task.
+//
+// Invariants:
+//  1. At most one group of an incarnation is in flight; Receive never blocks on it.
+//  2. A record joins a group only by winning the CAS Waiting→Started; an expired record is never committed and
+//     gets no seq. A started record is always answered, by the task that commits it, even if the writer stops
+//     or restarts meanwhile.
+//  3. A record queued but not started when the writer stops or restarts is answered ErrWriterStopped.
+//  4. Every Batch gets exactly one BatchDone, after each of its records was answered (or had expired).
+func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
+	// shared outlives restarts: a restarted writer needs nothing from its predecessor, but Stop must still wait
+	// for a task its predecessor started, and group numbers must not repeat so a stale completion is ignored.
+	shared := &writerShared{}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &writer{db: db, opts: opts, shared: shared, g: &group{}}
+	})
+}
+
+type writerShared struct {
+	tasks sync.WaitGroup
+	gen   atomic.Uint64
+}
+
+type writer struct {
+	db     Committer
+	opts   WriterOptions
+	shared *writerShared
+
+	queue    []*Batch // arrived, not yet in a group
+	inflight uint64   // gen of the group in flight; 0 when idle
+	g        *group   // owned by the commit task while inflight != 0
+}
+
+// group is one commit: the started records (parallel to recs) and the batches they came from.
+type group struct {
+	gen      uint64
+	pendings []*Pending
+	recs     []*Record
+	batches  []*Batch
+	bytes    int
+}
+
+func (g *group) reset() {
+	clear(g.pendings)
+	clear(g.recs)
+	clear(g.batches)
+	g.pendings, g.recs, g.batches, g.bytes = g.pendings[:0], g.recs[:0], g.batches[:0], 0
+}
+
+func (w *writer) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *Batch:
+		w.queue = append(w.queue, m)
+		if w.inflight == 0 {
+			w.startGroup(ctx)
+		}
+	case *groupCommitted:
+		if m.gen != w.inflight {
+			return // a predecessor's group: its task already answered everyone
+		}
+		w.inflight = 0
+		w.g.reset()
+		w.startGroup(ctx)
+	case *actor.Restarting:
+		w.failQueued(ctx)
+	case *actor.Stopping:
+		w.failQueued(ctx)
+		// The task answers its callers without the writer; waiting here only makes Stop return after the
+		// last synced write, so whoever closes the store next does not close it under a commit.
+		w.shared.tasks.Wait()
+	}
+}
+
+// startGroup builds the next group from the queue and starts its commit task. Batches whose records all
+// expired are answered at once and the next ones tried.
+func (w *writer) startGroup(ctx actor.Context) {
+	root := ctx.ActorSystem().Root
+	for len(w.queue) > 0 {
+		g := w.g
+		w.fill(g)
+		if len(g.pendings) == 0 {
+			for _, b := range g.batches {
+				sendBatchDone(root, b)
+			}
+			g.reset()
+			continue
+		}
+		g.gen = w.shared.gen.Add(1)
+		w.inflight = g.gen
+		w.shared.tasks.Add(1)
+		go w.commit(root, ctx.Self(), g)
+		return
+	}
+}
+
+// fill moves whole batches from the queue into g, within the group bounds (the first batch always goes, so a
+// batch larger than the bounds still commits), starting every record that has not expired.
+func (w *writer) fill(g *group) {
+	taken := 0
+	for _, b := range w.queue {
+		if len(g.batches) > 0 && !w.fits(g, b) {
+			break
+		}
+		for _, p := range b.Records {
+			if p.start() {
+				g.pendings = append(g.pendings, p)
+				g.recs = append(g.recs, &p.Record)
+				g.bytes += len(p.Value)
+			}
+		}
+		g.batches = append(g.batches, b)
+		taken++
+	}
+	clear(w.queue[:taken])
+	w.queue = w.queue[taken:]
+	if len(w.queue) == 0 {
+		w.queue = w.queue[:0:0] // let the backing array go once drained, not grow forever by reslicing
+	}
+}
+
+// fits tells whether b's live records still fit in g.
+func (w *writer) fits(g *group, b *Batch) bool {
+	n, bytes := 0, 0
+	for _, p := range b.Records {
+		if p.State() == Waiting {
+			n++
+			bytes += len(p.Value)
+		}
+	}
+	if w.opts.GroupMaxRecords > 0 && len(g.pendings)+n > w.opts.GroupMaxRecords {
+		return false
+	}
+	if w.opts.GroupMaxBytes > 0 && int64(g.bytes+bytes) > w.opts.GroupMaxBytes {
+		return false
+	}
+	return true
+}
+
+// commit is the commit task: one synced CommitHooks for g, then every record's Result and every batch's
+// BatchDone, then the completion message to the writer. It touches no writer state.
+func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
+	defer w.shared.tasks.Done()
+	start := time.Now()
+	first, err := commitRecovered(w.db, g.recs)
+	for i, p := range g.pendings {
+		r := Result{Err: err}
+		if err == nil {
+			r.Seq = first + uint64(i)
+		}
+		w.answer(p, r)
+	}
+	for _, b := range g.batches {
+		sendBatchDone(root, b)
+	}
+	if w.opts.OnCommit != nil {
+		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
+	}
+	root.Send(self, &groupCommitted{gen: g.gen})
+}
+
+// commitRecovered turns a panic in the committer into an error for this group's callers: whether anything was
+// written is then unknown, and an error answer (a provider retry, maybe a duplicate) never loses a hook.
+func commitRecovered(db Committer, recs []*Record) (first uint64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: commit panicked: %v", r)
+		}
+	}()
+	return db.CommitHooks(recs)
+}
+
+// answer sends p its one Result. Done has room by contract; a full channel means the caller broke it, and
+// blocking here would stall every later group, so the result is dropped and logged instead.
+func (w *writer) answer(p *Pending, r Result) {
+	select {
+	case p.Done <- r:
+	default:
+		w.opts.Log.Error().Uint64("seq", r.Seq).AnErr("result", r.Err).
+			Msg("store writer: pending record's Done channel is full; result dropped")
+	}
+}
+
+// failQueued answers every queued, unstarted record ErrWriterStopped and every queued batch BatchDone.
+func (w *writer) failQueued(ctx actor.Context) {
+	root := ctx.ActorSystem().Root
+	for _, b := range w.queue {
+		for _, p := range b.Records {
+			if p.start() {
+				w.answer(p, Result{Err: ErrWriterStopped})
+			}
+		}
+		sendBatchDone(root, b)
+	}
+	clear(w.queue)
+	w.queue = w.queue[:0]
+}
+
+func sendBatchDone(root *actor.RootContext, b *Batch) {
+	if b.ReplyTo != nil {
+		root.Send(b.ReplyTo, &BatchDone{Partition: b.Partition, Records: len(b.Records)})
+	}
+}

@@ -1,0 +1,385 @@
+package store
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// countingCommitter wraps a Committer to count its calls (the one method a fault needs).
+type countingCommitter struct {
+	Committer
+	calls atomic.Int32
+	sizes chan int
+}
+
+func (c *countingCommitter) CommitHooks(recs []*Record) (uint64, error) {
+	c.calls.Add(1)
+	if c.sizes != nil {
+		c.sizes <- len(recs)
+	}
+	return c.Committer.CommitHooks(recs)
+}
+
+type writerRig struct {
+	t      *testing.T
+	db     *DB
+	gate   *gate
+	cc     *countingCommitter
+	system *actor.ActorSystem
+	writer *actor.PID
+	done   chan *BatchDone
+	batchr *actor.PID // stands in for the partition batchers: collects BatchDone
+}
+
+// crash makes the writer panic (test middleware), so its supervisor restarts it.
+type crash struct{}
+
+func newWriterRig(t *testing.T, opts WriterOptions) *writerRig {
+	t.Helper()
+	r := &writerRig{t: t, gate: newGate(), done: make(chan *BatchDone, 1024)}
+	r.db = openTest(t, t.TempDir(), &Faults{BeforeCommit: r.gate.beforeCommit})
+	r.cc = &countingCommitter{Committer: r.db}
+	r.system = actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		// A task's completion can reach a writer that already stopped (a dead letter); the throttle's timer
+		// goroutine then lives one interval, kept short so goleak sees it end.
+		actor.WithDeadLetterThrottleInterval(time.Millisecond),
+	)
+	panicker := func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			if _, ok := env.Message.(*crash); ok {
+				panic("injected writer crash")
+			}
+			next(c, env)
+		}
+	}
+	props := NewWriterProps(r.cc, opts).Configure(actor.WithReceiverMiddleware(panicker))
+	r.writer = r.system.Root.Spawn(props)
+	r.batchr = r.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+		if m, ok := c.Message().(*BatchDone); ok {
+			r.done <- m
+		}
+	}))
+	t.Cleanup(func() {
+		_ = r.system.Root.StopFuture(r.writer).Wait()
+		_ = r.system.Root.StopFuture(r.batchr).Wait()
+		r.system.Shutdown()
+	})
+	return r
+}
+
+func (r *writerRig) pendings(n int, tenant string) []*Pending {
+	ps := make([]*Pending, n)
+	for i := range ps {
+		ps[i] = NewPending()
+		ps[i].Record = *makeRecord(r.t, tenant, 32, SinkBinding{Type: "http"})
+	}
+	return ps
+}
+
+func (r *writerRig) send(partition int, ps []*Pending) {
+	r.system.Root.Send(r.writer, &Batch{Partition: partition, Records: ps, ReplyTo: r.batchr})
+}
+
+// result waits for p's one Result and checks that no second one follows.
+func (r *writerRig) result(p *Pending) Result {
+	r.t.Helper()
+	select {
+	case res := <-p.Done:
+		select {
+		case extra := <-p.Done:
+			r.t.Fatalf("a second Result %+v after %+v", extra, res)
+		default:
+		}
+		return res
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("no Result within 10s")
+		return Result{}
+	}
+}
+
+func (r *writerRig) batchDone() *BatchDone {
+	r.t.Helper()
+	select {
+	case m := <-r.done:
+		return m
+	case <-time.After(10 * time.Second):
+		r.t.Fatal("no BatchDone within 10s")
+		return nil
+	}
+}
+
+// holdFirstGroup sends one record and holds its group's synced write; it returns that record.
+func (r *writerRig) holdFirstGroup() *Pending {
+	r.t.Helper()
+	r.gate.holdNext()
+	p := r.pendings(1, "acme")
+	r.send(0, p)
+	r.gate.waitEntered(r.t)
+	return p[0]
+}
+
+// Seed, batcher row: "The writer merges every batch queued from every partition into one group ... one synced
+// store write ... with seqs dense across the group, while the next group accumulates behind it."
+func TestWriterMergesQueuedBatchesFromAllPartitionsIntoOneGroup(t *testing.T) {
+	var infos []CommitInfo
+	var mu sync.Mutex
+	r := newWriterRig(t, WriterOptions{OnCommit: func(ci CommitInfo) {
+		mu.Lock()
+		infos = append(infos, ci)
+		mu.Unlock()
+	}})
+	held := r.holdFirstGroup()
+
+	const partitions, perPartition, perBatch = 4, 3, 5
+	var all []*Pending
+	var wg sync.WaitGroup
+	var allMu sync.Mutex
+	for p := range partitions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range perPartition {
+				ps := r.pendings(perBatch, "acme")
+				allMu.Lock()
+				all = append(all, ps...)
+				allMu.Unlock()
+				r.send(p, ps)
+			}
+		}()
+	}
+	wg.Wait() // every batch is in the writer's mailbox, ahead of the held group's completion
+	r.gate.open()
+
+	hres := r.result(held)
+	if hres.Err != nil {
+		t.Fatalf("held record: %v", hres.Err)
+	}
+	seen := make(map[uint64]bool)
+	for _, p := range all {
+		res := r.result(p)
+		if res.Err != nil {
+			t.Fatalf("record: %v", res.Err)
+		}
+		if seen[res.Seq] {
+			t.Fatalf("seq %d given twice", res.Seq)
+		}
+		seen[res.Seq] = true
+	}
+	batches := 1 + partitions*perPartition
+	for range batches {
+		r.batchDone()
+	}
+	if calls := int(r.cc.calls.Load()); calls != 2 {
+		t.Fatalf("%d batches took %d commits, want 2 (the held one, then every queued batch merged)", batches, calls)
+	}
+	// Dense across the merged group.
+	first := hres.Seq + 1
+	for i := range len(all) {
+		if !seen[first+uint64(i)] {
+			t.Fatalf("seq %d missing from the merged group", first+uint64(i))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(infos) != 2 || infos[1].Records != len(all) || infos[1].Err != nil || infos[1].Bytes <= 0 {
+		t.Fatalf("OnCommit reports %+v", infos)
+	}
+}
+
+func TestWriterBoundsGroupsByRecordsAndBytes(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{GroupMaxRecords: 4})
+	r.cc.sizes = make(chan int, 64)
+	held := r.holdFirstGroup()
+	var all []*Pending
+	for range 5 {
+		ps := r.pendings(2, "acme")
+		all = append(all, ps...)
+		r.send(1, ps)
+	}
+	r.gate.open()
+	r.result(held)
+	for _, p := range all {
+		if res := r.result(p); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	// 1 held, then 10 records in whole batches of 2, at most 4 per group: 4, 4, 2.
+	for _, want := range []int{1, 4, 4, 2} {
+		if got := <-r.cc.sizes; got != want {
+			t.Fatalf("group of %d records, want %d", got, want)
+		}
+	}
+}
+
+// Seed, batcher row: "Every record carries a deadline ... the writer refuses a batch that missed its deadline";
+// inventory K.2: "deadline-missed batches refused without burning a seq".
+func TestExpiredRecordIsNeverCommittedAndBurnsNoSeq(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	held := r.holdFirstGroup()
+	ps := r.pendings(3, "acme")
+	r.send(2, ps)
+	expired := r.pendings(2, "acme")
+	r.send(3, expired)
+	if !ps[1].Expire() || !expired[0].Expire() || !expired[1].Expire() {
+		t.Fatal("Expire of a queued record returned false")
+	}
+	r.gate.open()
+	h := r.result(held)
+	a, c := r.result(ps[0]), r.result(ps[2])
+	if a.Err != nil || c.Err != nil {
+		t.Fatalf("live records: %v, %v", a.Err, c.Err)
+	}
+	if a.Seq != h.Seq+1 || c.Seq != h.Seq+2 {
+		t.Fatalf("seqs %d, %d after %d: the expired record burned a seq", a.Seq, c.Seq, h.Seq)
+	}
+	for range 3 {
+		r.batchDone() // the all-expired batch is answered too
+	}
+	for _, p := range []*Pending{ps[1], expired[0], expired[1]} {
+		select {
+		case res := <-p.Done:
+			t.Fatalf("an expired record got a Result %+v", res)
+		default:
+		}
+	}
+	ids, err := r.db.HookIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*Pending{ps[1], expired[0], expired[1]} {
+		if _, ok := ids[p.ID]; ok {
+			t.Fatal("an expired record was committed")
+		}
+	}
+	if calls := r.cc.calls.Load(); calls != 2 {
+		t.Fatalf("%d commits, want 2 (none for the all-expired batch)", calls)
+	}
+}
+
+// Seed, batcher row: "A batch the writer has started is never abandoned, so a stall never answers 503 for a hook
+// it then commits".
+func TestStartedRecordIsNotAbandonedWhenItsDeadlinePassesMidSync(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	held := r.holdFirstGroup()
+	if held.Expire() {
+		t.Fatal("Expire succeeded on a record whose group is syncing")
+	}
+	r.gate.open()
+	res := r.result(held)
+	if res.Err != nil {
+		t.Fatalf("started record: %v", res.Err)
+	}
+	h, err := r.db.GetHook(res.Seq)
+	if err != nil || h.ID != held.ID {
+		t.Fatalf("GetHook(%d) = %x, %v; want the started record", res.Seq, h.ID, err)
+	}
+}
+
+func TestFailedGroupAnswersEveryRecordWithTheError(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	r.gate.failNext(syscall.EIO)
+	ps := r.pendings(3, "acme")
+	r.send(0, ps)
+	for _, p := range ps {
+		if res := r.result(p); !errors.Is(res.Err, ErrWriteFailed) {
+			t.Fatalf("record of a failed group: %+v", res)
+		}
+	}
+	r.batchDone()
+	ok := r.pendings(1, "acme")
+	r.send(0, ok)
+	if res := r.result(ok[0]); res.Err != nil {
+		t.Fatalf("record after a failed group: %v", res.Err)
+	}
+}
+
+// Design §3 / STYLE: "a restarted actor must need nothing from its predecessor"; the batcher row: the commit
+// task answers its callers, so a writer crash mid-commit still answers every caller, and records queued but not
+// started are answered ErrWriterStopped, never dropped.
+func TestWriterRestartMidCommitStillAnswersEveryCaller(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	held := r.holdFirstGroup()
+	queued := r.pendings(2, "acme")
+	r.send(1, queued)
+	r.system.Root.Send(r.writer, &crash{})
+	for _, p := range queued {
+		if res := r.result(p); !errors.Is(res.Err, ErrWriterStopped) {
+			t.Fatalf("queued record at restart: %+v", res)
+		}
+	}
+	r.batchDone()
+	if held.Expire() {
+		t.Fatal("the in-flight record became expirable after the restart")
+	}
+	// The restarted writer takes new batches at once; its commit waits behind the held one in the store.
+	after := r.pendings(1, "acme")
+	r.send(0, after)
+	r.gate.open()
+	h := r.result(held)
+	if h.Err != nil {
+		t.Fatalf("in-flight record after restart: %v", h.Err)
+	}
+	a := r.result(after[0])
+	if a.Err != nil || a.Seq <= h.Seq {
+		t.Fatalf("record after restart: %+v (held got %d)", a, h.Seq)
+	}
+	r.batchDone()
+	r.batchDone()
+	// The predecessor's completion did not confuse the new writer: it still commits.
+	more := r.pendings(1, "acme")
+	r.send(0, more)
+	if res := r.result(more[0]); res.Err != nil || res.Seq != a.Seq+1 {
+		t.Fatalf("next record: %+v, want seq %d", res, a.Seq+1)
+	}
+}
+
+func TestWriterStopAnswersQueuedAndWaitsForTheSync(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	held := r.holdFirstGroup()
+	queued := r.pendings(1, "acme")
+	r.send(1, queued)
+	stopped := make(chan error, 1)
+	go func() { stopped <- r.system.Root.StopFuture(r.writer).Wait() }()
+	if res := r.result(queued[0]); !errors.Is(res.Err, ErrWriterStopped) {
+		t.Fatalf("queued record at stop: %+v", res)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a synced write was in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	r.gate.open()
+	if res := r.result(held); res.Err != nil {
+		t.Fatalf("in-flight record at stop: %v", res.Err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("StopFuture: %v", err)
+	}
+}
+
+func TestPendingExpireAndStartAreExclusive(t *testing.T) {
+	for range 1000 {
+		p := NewPending()
+		var wg sync.WaitGroup
+		var expired, started atomic.Bool
+		wg.Add(2)
+		go func() { defer wg.Done(); expired.Store(p.Expire()) }()
+		go func() { defer wg.Done(); started.Store(p.start()) }()
+		wg.Wait()
+		if expired.Load() == started.Load() {
+			t.Fatalf("expired=%v started=%v: exactly one must win", expired.Load(), started.Load())
+		}
+		p.Reset()
+		if p.State() != Waiting {
+			t.Fatal("Reset did not return to Waiting")
+		}
+	}
+}

@@ -1,0 +1,179 @@
+package test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the ankusa binary built once for the package's tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "ankusa-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "ankusa")
+	build := exec.Command("go", "build", "-o", binary, "github.com/ankusa-go/ankusa/cmd/ankusa")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "cannot build ankusa:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// freePort asks the kernel for a free loopback port.
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// checkFor polls fn every `every` until it returns nil or total passes.
+func checkFor(t testing.TB, total, every time.Duration, fn func() error) {
+	t.Helper()
+	deadline := time.Now().Add(total)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = fn(); err == nil {
+			return
+		}
+		time.Sleep(every)
+	}
+	t.Fatalf("condition not met after %v: %v", total, err)
+}
+
+// node is the ankusa binary running as a child process.
+type node struct {
+	t       testing.TB
+	cmd     *exec.Cmd
+	port    int
+	admin   int
+	logPath string
+	exited  chan struct{}
+}
+
+const nodeConfig = `instance: %s
+node:
+  data_dir: %s
+http:
+  ip: 127.0.0.1
+  port: %d
+admin:
+  port: %d
+listener:
+  drain_delay_ms: 0
+sources:
+  sample:
+    sinks:
+      - type: log
+`
+
+// startNode writes a config for dataDir and runs the binary until /ready answers 200.
+func startNode(t testing.TB, name, dataDir string) *node {
+	t.Helper()
+	n := &node{t: t, port: freePort(t), admin: freePort(t), exited: make(chan struct{})}
+	cfgPath := filepath.Join(dataDir, name+".yml")
+	cfg := fmt.Sprintf(nodeConfig, name, dataDir, n.port, n.admin)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	n.logPath = filepath.Join(dataDir, name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log")
+	logf, err := os.Create(n.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cmd = exec.Command(binary, "serve")
+	n.cmd.Env = append(os.Environ(), "ANKUSA_CONFIG="+cfgPath, "ANKUSA_LOG_LEVEL=info")
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.cmd.Wait(); _ = logf.Close(); close(n.exited) }()
+	t.Cleanup(func() { n.kill() })
+	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+		select {
+		case <-n.exited:
+			t.Fatalf("node exited during start; log:\n%s", n.log())
+		default:
+		}
+		resp, err := http.Get(n.url("/ready"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("ready: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return n
+}
+
+func (n *node) url(path string) string { return "http://127.0.0.1:" + strconv.Itoa(n.port) + path }
+
+func (n *node) log() string {
+	b, _ := os.ReadFile(n.logPath)
+	return string(b)
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (n *node) kill() {
+	select {
+	case <-n.exited:
+		return
+	default:
+	}
+	_ = n.cmd.Process.Signal(syscall.SIGKILL)
+	<-n.exited
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (n *node) stop() error {
+	_ = n.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-n.exited:
+	case <-time.After(60 * time.Second):
+		n.kill()
+		return fmt.Errorf("node did not stop within 60s")
+	}
+	if code := n.cmd.ProcessState.ExitCode(); code != 0 {
+		return fmt.Errorf("node exited %d; log:\n%s", code, n.log())
+	}
+	return nil
+}
+
+// post sends one hook and returns the status and body.
+func post(ctx context.Context, url string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, err = buf.ReadFrom(resp.Body)
+	return resp.StatusCode, buf.Bytes(), err
+}

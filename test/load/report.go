@@ -1,0 +1,80 @@
+package load
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Report is what a run saw. Sent counts every attempt, including those that never
+// reached the target (refused connection); every attempt lands in exactly one of
+// Accepted, Shed, RateLimited and Errors.
+type Report struct {
+	Sent        int64
+	Accepted    int64 // 201 with an id, duplicates included
+	Duplicates  int64 // 201 with "duplicate":true (a subset of Accepted)
+	Shed        int64 // 503
+	RateLimited int64 // 429
+	Errors      int64 // transport errors, timeouts, 201 without an id, any other status
+	// StatusCounts counts responses by HTTP status; transport errors have none.
+	StatusCounts map[int]int64
+	Elapsed      time.Duration
+	// P50 … Max are the ack latencies of accepted requests: from the send (closed
+	// loop) or from the due time (open loop) to the end of the response.
+	P50, P90, P99, Max time.Duration
+	AcceptedPerSec     float64
+}
+
+// String is the one-line summary printed by tools and benchmarks.
+func (r Report) String() string {
+	return fmt.Sprintf("sent=%d accepted=%d dup=%d shed=%d rate_limited=%d errors=%d accepted/s=%.1f p50=%s p99=%s max=%s",
+		r.Sent, r.Accepted, r.Duplicates, r.Shed, r.RateLimited, r.Errors, r.AcceptedPerSec,
+		ms(r.P50), ms(r.P99), ms(r.Max))
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+}
+
+func msf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// reportJSON fixes the field names of the JSON form; latencies are in milliseconds.
+type reportJSON struct {
+	Sent           int64         `json:"sent"`
+	Accepted       int64         `json:"accepted"`
+	Duplicates     int64         `json:"duplicates"`
+	Shed           int64         `json:"shed"`
+	RateLimited    int64         `json:"rate_limited"`
+	Errors         int64         `json:"errors"`
+	StatusCounts   map[int]int64 `json:"status_counts"`
+	ElapsedSeconds float64       `json:"elapsed_s"`
+	AcceptedPerSec float64       `json:"accepted_per_s"`
+	P50            float64       `json:"p50_ms"`
+	P90            float64       `json:"p90_ms"`
+	P99            float64       `json:"p99_ms"`
+	Max            float64       `json:"max_ms"`
+}
+
+// MarshalJSON writes the report with snake_case keys and latencies in milliseconds.
+func (r Report) MarshalJSON() ([]byte, error) {
+	return json.Marshal(reportJSON{
+		Sent: r.Sent, Accepted: r.Accepted, Duplicates: r.Duplicates, Shed: r.Shed,
+		RateLimited: r.RateLimited, Errors: r.Errors, StatusCounts: r.StatusCounts,
+		ElapsedSeconds: r.Elapsed.Seconds(), AcceptedPerSec: r.AcceptedPerSec,
+		P50: msf(r.P50), P90: msf(r.P90), P99: msf(r.P99), Max: msf(r.Max),
+	})
+}
+
+// MetricReporter is the part of *testing.B that ReportTo needs; taking it keeps the
+// testing package out of this library's imports.
+type MetricReporter interface {
+	ReportMetric(n float64, unit string)
+}
+
+// ReportTo reports hooks/s, p50_ms and p99_ms of r on b, each unit prefixed with
+// prefix (e.g. "ref_") so two targets measured in one benchmark stay apart.
+func ReportTo(b MetricReporter, r Report, prefix string) {
+	b.ReportMetric(r.AcceptedPerSec, prefix+"hooks/s")
+	b.ReportMetric(msf(r.P50), prefix+"p50_ms")
+	b.ReportMetric(msf(r.P99), prefix+"p99_ms")
+}
