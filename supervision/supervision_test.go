@@ -496,3 +496,15 @@ func TestSupervisorStoppedFromOutsideDoesNotRespawn(t *testing.T) {
 		}
 	}
 }
+
+// A nested supervisor with an unusable child list fails the boot under its own name.
+func TestNestedInvalidSpecFailsStartNamingTheNestedTree(t *testing.T) {
+	h := newHarness(t)
+	bad := NewProps([]ChildSpec{h.spec("w"), h.spec("w")}, Options{})
+	_, err := Start(h.sys, "root", []ChildSpec{h.spec("a"), {Name: "edge", Props: bad}}, Options{})
+	var se *StartError
+	if !errors.As(err, &se) || se.Child != "edge" || !errors.Is(err, ErrInvalidSpec) {
+		t.Fatalf("Start error %v, want a *StartError for edge wrapping ErrInvalidSpec", err)
+	}
+	expectLog(t, h.takeLog(), "start a", "stop a")
+}

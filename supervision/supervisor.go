@@ -37,7 +37,7 @@ type child struct {
 	// Isolated children only.
 	restarts     []time.Time // crashes within Window, its own budget
 	down         bool        // past its budget, waiting for its back-off
-	wasDown      bool        // the next "started" report is a subtree_up
+	wasDown      bool        // went down: its next "started" report is a subtree_up
 	attempt      int         // back-off exponent
 	upSince      time.Time   // last "started" report
 	downToken    uint64
@@ -145,7 +145,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			s.byID[c.id] = c
 		}
 		if s.specErr != nil {
-			s.escalate(&StartError{Child: ctx.Self().Id, Reason: s.specErr.Error(), Err: s.specErr})
+			// Child stays empty: the parent names this supervisor itself as the child that failed to start.
+			s.escalate(&StartError{Reason: s.specErr.Error(), Err: s.specErr})
 		}
 		s.reconcile()
 
@@ -263,10 +264,10 @@ func (s *supervisor) failure(c *child, reason any, isStart bool) {
 			}
 			d := backoff(c.attempt, s.opts.BackoffMin, s.opts.BackoffMax, s.opts.Rand())
 			c.attempt++
-			c.down, c.crashed, c.restarts = true, false, nil
+			c.down, c.wasDown, c.crashed, c.restarts = true, true, false, nil
 			c.downToken++
-			c.backoffTimer = sendAfter(s.ctx.ActorSystem(), s.ctx.Self(), d, &backoffElapsed{name: c.spec.Name, token: c.downToken})
 			s.emit(Event{Kind: EventSubtreeDown, Domain: c.spec.Domain, Child: c.spec.Name, Reason: text, Delay: d})
+			c.backoffTimer = sendAfter(s.ctx.ActorSystem(), s.ctx.Self(), d, &backoffElapsed{name: c.spec.Name, token: c.downToken})
 		} else {
 			c.crashed, c.lastReason = true, text
 		}
@@ -299,7 +300,11 @@ func recent(times []time.Time, now time.Time, window time.Duration) []time.Time 
 func startError(name string, reason any) *StartError {
 	var inner *StartError
 	if err, ok := reason.(error); ok && errors.As(err, &inner) {
-		return &StartError{Child: name + "/" + inner.Child, Reason: inner.Reason, Err: inner.Err}
+		path := name
+		if inner.Child != "" {
+			path += "/" + inner.Child
+		}
+		return &StartError{Child: path, Reason: inner.Reason, Err: inner.Err}
 	}
 	err, _ := reason.(error)
 	return &StartError{Child: name, Reason: reasonText(reason), Err: err}
@@ -346,9 +351,6 @@ func (s *supervisor) terminated(c *child) {
 	if !expected {
 		// It stopped itself: a supervised child is permanent, so that counts as a crash.
 		s.failure(c, "stopped by itself", false)
-	}
-	if c.down {
-		c.wasDown = true
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/test/load"
 	"github.com/ankusa-go/ankusa/test/reference"
@@ -37,6 +39,9 @@ func BenchmarkLoopbackIngest(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var m dto.Metric
+		_ = inst.Telemetry().Metrics.CommitBatchSize.Write(&m)
+		groups := m.GetHistogram().GetSampleCount()
 		if err := inst.Stop(); err != nil {
 			b.Fatal(err)
 		}
@@ -51,7 +56,7 @@ func BenchmarkLoopbackIngest(b *testing.B) {
 			b.Fatal(err)
 		}
 
-		b.Logf("ankusa    %s", ours)
+		b.Logf("ankusa    %s (group commits: %d, %.1f hooks each)", ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)))
 		b.Logf("reference %s", theirs)
 		ratio := ours.AcceptedPerSec / theirs.AcceptedPerSec
 		b.Logf("ratio (ankusa/reference hooks/s) = %.3f", ratio)
