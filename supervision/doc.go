@@ -22,4 +22,10 @@
 // generation number that its "started" report carries, so a report that lost the race against a failure or a
 // termination notice (those overtake ordinary messages) is recognised as stale. The PID id is unchanged
 // ("<parent id>/<Name>"), so a PID held elsewhere reaches the new incarnation.
+//
+// A nested supervisor (NewProps as a child's Props) reports started once its whole subtree has, is stopped by
+// its parent with a message so that it too stops its children last first, and escalates to its parent, which
+// treats it as one crashed child. Limits: a child stuck inside a handler can never be stopped (Go cannot kill a
+// goroutine), so a stop waiting for it waits for ever and Tree.Stop returns ErrStopTimeout; a supervisor
+// stopped by a plain protoactor Stop (not Tree.Stop) lets protoactor stop its children all at once.
 package supervision
