@@ -34,6 +34,7 @@ type Config struct {
 	WAL          WAL      `yaml:"wal"`
 	Batcher      Batcher  `yaml:"batcher"`
 	Listener     Listener `yaml:"listener"`
+	Dispatch     Dispatch `yaml:"dispatch"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
 	Sources map[string]Source `yaml:"sources" config:"noecho"`
 
@@ -103,6 +104,11 @@ type Listener struct {
 type Source struct {
 	Tenant string     `yaml:"tenant"` // default "default"; [A-Za-z0-9_-]{1,64}
 	Sinks  []SinkSpec `yaml:"sinks"`  // at least one
+	// Retry overrides dispatch.retry for this source.
+	Retry *Retry `yaml:"retry"`
+	// ForwardHeaders, when set, is the list of stored headers a sink forwards (default: every
+	// non-credential, non-hop-by-hop header).
+	ForwardHeaders []string `yaml:"forward_headers"`
 }
 
 // SinkSpec is one entry of a source's sinks list. Its options are validated by the sink packages.

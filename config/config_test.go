@@ -326,7 +326,12 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		Batcher: Batcher{Partitions: 2, MaxBatch: 256, MaxQueue: 10_000, MaxQueueBytes: 268_435_456,
 			MaxCommits: 64, GroupCommitMaxBytes: 4 << 20, GroupCommitMaxRecords: 4096, RecordDeadlineMS: 15_000},
 		Listener: Listener{DrainDelayMS: 5000, DrainTimeoutMS: 30_000},
-		Sources:  map[string]Source{},
+		// Inventory B.3 dispatch rows.
+		Dispatch: Dispatch{Batch: 128, Concurrency: 32, MaxInflight: 4096, MaxInflightBytes: 128 << 20,
+			AttemptTimeoutMS: 30_000, BreakerFailures: 5, BreakerOpenMS: 30_000, BreakerMaxOpenMS: 300_000,
+			Retry: Retry{BaseMS: 100, MaxMS: 300_000, MaxAttempts: 84, Jitter: true}, IdleLaneMS: 30_000,
+			Tenants: map[string]TenantWindow{}},
+		Sources: map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default()\n got %+v\nwant %+v", d, want)
@@ -759,5 +764,42 @@ func TestErrorListsEveryProblemInOrder(t *testing.T) {
 	var ps problems
 	if ps.asError() != nil {
 		t.Fatal("no problems must be a nil error, not a typed nil")
+	}
+}
+
+// Inventory B.1 range rules for the dispatch section: every refusal names its key path.
+func TestDispatchRefusalsNameTheirKeyPath(t *testing.T) {
+	cases := map[string]string{
+		"dispatch:\n  concurrency: 0\n":                                            "dispatch.concurrency",
+		"dispatch:\n  sink_concurrency: 64\n":                                      "dispatch.sink_concurrency",
+		"dispatch:\n  breaker_open_ms: 10\n  breaker_max_open_ms: 5\n":             "dispatch.breaker_max_open_ms",
+		"dispatch:\n  retry:\n    max_attempts: 0\n":                               "dispatch.retry.max_attempts",
+		"dispatch:\n  tenants:\n    acme:\n      concurrency: -1\n":                "dispatch.tenants.acme.concurrency",
+		"dispatch:\n  poll_ms: 5\n":                                                "dispatch.poll_ms",
+		"sources:\n  s:\n    retry:\n      base_ms: 0\n    sinks: [{type: log}]\n": "sources.s.retry.base_ms",
+	}
+	for yml, path := range cases {
+		_, err := Parse([]byte(yml), nil)
+		var ce *Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("%q: accepted", yml)
+		}
+		found := false
+		for _, p := range ce.Problems {
+			found = found || p.Path == path
+		}
+		if !found {
+			t.Errorf("%q: problems %v do not name %s", yml, ce.Problems, path)
+		}
+	}
+	c, err := Parse([]byte("sources:\n  s:\n    retry: {base_ms: 5, max_ms: 10, max_attempts: 3}\n    sinks: [{type: log}]\n  t:\n    sinks: [{type: log}]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.RetryOf("s"); r.BaseMS != 5 || r.MaxAttempts != 3 {
+		t.Fatalf("source retry %+v", r)
+	}
+	if r := c.RetryOf("t"); r != c.Dispatch.Retry {
+		t.Fatalf("default retry %+v", r)
 	}
 }

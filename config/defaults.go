@@ -40,6 +40,7 @@ func Default() *Config {
 			RecordDeadlineMS:      15_000,
 		},
 		Listener: Listener{DrainDelayMS: 5000, DrainTimeoutMS: 30_000},
+		Dispatch: defaultDispatch(),
 		Sources:  map[string]Source{},
 	}
 	return c

@@ -78,6 +78,7 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "batcher.record_deadline_ms", b.RecordDeadlineMS)
 
 	nonNegative(ps, "listener.drain_delay_ms", c.Listener.DrainDelayMS)
+	c.validateDispatch(ps)
 	positive(ps, "listener.drain_timeout_ms", c.Listener.DrainTimeoutMS)
 
 	for id, s := range c.Sources {
@@ -114,6 +115,9 @@ func (c *Config) validateSource(ps *problems, id string, s Source) {
 	}
 	if !validID(s.Tenant) {
 		ps.add(join(p, "tenant"), "must match [A-Za-z0-9_-]{1,64}, got %s", quote(s.Tenant))
+	}
+	if s.Retry != nil {
+		validateRetry(ps, join(p, "retry"), *s.Retry)
 	}
 	sp := join(p, "sinks")
 	if len(s.Sinks) == 0 {
