@@ -25,6 +25,8 @@ type Metrics struct {
 	QueueBytes       prometheus.Gauge
 	StoreNextSeq     prometheus.Gauge
 	StoreUnavailable prometheus.Gauge
+
+	Dispatch *DispatchMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -73,5 +75,6 @@ func newMetrics(instance string) *Metrics {
 	reg.MustRegister(m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.Dispatch = newDispatchMetrics(reg, l)
 	return m
 }

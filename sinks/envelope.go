@@ -1,0 +1,136 @@
+package sinks
+
+import (
+	"encoding/hex"
+	"strings"
+)
+
+// Header is one stored provider header; names are lowercased by the edge.
+type Header struct{ Name, Value string }
+
+// Envelope is the hook as a sink sees it. It is read-only: a sink never modifies it, and never retains Body (or
+// a sub-slice of it) after Deliver returns, because the caller reuses the buffer.
+type Envelope struct {
+	ID           [16]byte
+	IDText       string // canonical UUID text
+	Source       string
+	Tenant       string
+	ReceivedAt   int64 // unix ms
+	ContentType  string
+	Headers      []Header // stored provider headers, names lowercased
+	Body         []byte
+	DedupeKey    string
+	ReplayID     string
+	Flagged      bool
+	Verification string // "ok" | "failed" | "skipped" | ""
+	Attempt      int    // 1 for the first attempt
+}
+
+// DefaultTenant stands for an empty tenant in the idempotency key (inventory D.4: "tenant default when nil").
+const DefaultTenant = "default"
+
+// IdempotencyKey is the key a destination deduplicates on (inventory D.4): "tenant:source:dedupe_key" when the
+// hook has a dedupe key, else the hook id; with "#replay:<replay_id>" appended for a replay that must be
+// reprocessed. Retries of one hook carry the same key.
+func (e *Envelope) IdempotencyKey() string {
+	base := e.Text()
+	if e.DedupeKey != "" {
+		tenant := e.Tenant
+		if tenant == "" {
+			tenant = DefaultTenant
+		}
+		base = tenant + ":" + e.Source + ":" + e.DedupeKey
+	}
+	if e.ReplayID != "" {
+		return base + "#replay:" + e.ReplayID
+	}
+	return base
+}
+
+// Text returns IDText, or the canonical text of ID when IDText was left empty.
+func (e *Envelope) Text() string {
+	if e.IDText != "" {
+		return e.IDText
+	}
+	var b [36]byte
+	hex.Encode(b[0:8], e.ID[0:4])
+	b[8] = '-'
+	hex.Encode(b[9:13], e.ID[4:6])
+	b[13] = '-'
+	hex.Encode(b[14:18], e.ID[6:8])
+	b[18] = '-'
+	hex.Encode(b[19:23], e.ID[8:10])
+	b[23] = '-'
+	hex.Encode(b[24:], e.ID[10:])
+	return string(b[:])
+}
+
+// ForwardedHeaders returns the provider headers a sink passes on (inventory D.4, `forward_headers`).
+//
+// With allow == nil (the option absent) every stored header is forwarded except credentials (authorization,
+// proxy-authorization, cookie, x-api-key), the framing and hop-by-hop headers the sink itself owns (host,
+// content-length, content-type, connection, keep-alive, transfer-encoding, te, trailer, upgrade, expect) and
+// every x-ankusa-* header. With an allow list only the listed names (case-insensitive) are forwarded; an empty
+// non-nil list forwards nothing. Listing a credential forwards it (the operator asked for it), but the framing
+// headers and x-ankusa-* are never forwarded: the sink sets them, and a provider must not be able to spoof them.
+// Repeated headers keep their order. The result never aliases h's backing array.
+func ForwardedHeaders(h []Header, allow []string) []Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]Header, 0, len(h))
+	for _, hd := range h {
+		name := hd.Name
+		if hasUpper(name) {
+			name = strings.ToLower(name)
+		}
+		if owned(name) {
+			continue
+		}
+		if allow == nil {
+			if credential(name) {
+				continue
+			}
+		} else if !listed(name, allow) {
+			continue
+		}
+		out = append(out, Header{Name: name, Value: hd.Value})
+	}
+	return out
+}
+
+// owned reports the headers a sink always sets itself: framing, hop-by-hop and the x-ankusa-* namespace.
+func owned(name string) bool {
+	switch name {
+	case "host", "content-length", "content-type", "connection", "keep-alive", "transfer-encoding", "te",
+		"trailer", "upgrade", "expect":
+		return true
+	}
+	return strings.HasPrefix(name, "x-ankusa-")
+}
+
+func credential(name string) bool {
+	switch name {
+	case "authorization", "proxy-authorization", "cookie", "x-api-key":
+		return true
+	}
+	return false
+}
+
+func listed(name string, allow []string) bool {
+	for _, a := range allow {
+		if strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasUpper(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return true
+		}
+	}
+	return false
+}

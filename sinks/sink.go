@@ -1,0 +1,30 @@
+package sinks
+
+import "context"
+
+// Sink delivers hooks to one destination. Implementations are safe for concurrent use: a lane may run several
+// attempts at once.
+type Sink interface {
+	// Deliver returns nil only when the destination confirmed the hook (HTTP 2xx, broker confirm, ...). ctx
+	// carries the attempt deadline; a cancelled ctx makes Deliver return promptly with an error. Errors are
+	// classified by Classify; a sink that is not connected returns a Transient error and reconnects with
+	// back-off on its own.
+	Deliver(ctx context.Context, e *Envelope) error
+	// Durable reports whether nil means the destination kept the hook (the log sink: false). wal.type none
+	// needs at least one durable sink per source (inventory D.6).
+	Durable() bool
+	// Close releases the sink's connections. It is idempotent; Deliver after Close returns an error.
+	Close() error
+}
+
+// SafeDeliver calls s.Deliver and turns a panic inside the sink into a Transient error matching ErrPanicked, so
+// a raising sink costs one attempt, never its caller (inventory D.1: "Raise/throw/exit/other return ⇒ error on
+// every path").
+func SafeDeliver(ctx context.Context, s Sink, e *Envelope) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &panicError{val: r}
+		}
+	}()
+	return s.Deliver(ctx, e)
+}

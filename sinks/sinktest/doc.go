@@ -1,0 +1,10 @@
+// Package sinktest is the conformance suite every sink runs (STYLE: "one conformance test suite that every sink
+// runs").
+//
+// Invariant: a sink that passes Run honours the sinks.Sink contract as the caller relies on it — a delivered
+// body arrives byte-identical; nil is returned only once the destination has the hook; a refusing or unreachable
+// destination yields an error that is not Permanent (unless the target says otherwise); a cancelled context
+// returns promptly with an error; concurrent Deliver calls are safe; the body is neither modified nor retained;
+// Close is idempotent and a closed sink never claims a delivery; SafeDeliver turns the sink's panic into a
+// Transient error.
+package sinktest
