@@ -1,0 +1,307 @@
+package verify
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits and defaults of a Spec.
+const (
+	// MaxSecrets bounds a rotation list (secret: [new, old], public_key: [...]): every entry is tried on
+	// every request, so the list is short by design.
+	MaxSecrets = 8
+	// DefaultToleranceSeconds is the replay window of timestamped schemes when tolerance_seconds is unset.
+	DefaultToleranceSeconds = 300
+	// MaxWeakToleranceSeconds caps the replay window of SHA-1 schemes: a weak hash gets a short window.
+	MaxWeakToleranceSeconds = 3600
+	// maxSignedHeaders bounds the {header:NAME} placeholders of one template, so their values fit a
+	// fixed array on the request path.
+	maxSignedHeaders = 8
+)
+
+// Spec is the YAML shape of `sources.<id>.verify`. The zero Spec (no verify block) is type none.
+type Spec struct {
+	// Type is none|stripe|github|shopify|slack|standard_webhooks|hmac|ed25519|token|client_cert.
+	Type string `yaml:"type"`
+	// Secret is one secret or a rotation list (newest first, at most 8, each non-empty).
+	Secret Secrets `yaml:"secret" config:"secret"`
+	// ToleranceSeconds is the replay window of timestamped schemes: default 300, at most 3600 for SHA-1.
+	ToleranceSeconds int `yaml:"tolerance_seconds"`
+
+	// The fields of an inline scheme (type: hmac); see inventory C.2.
+	SignatureHeader string `yaml:"signature_header"` // required
+	Parse           string `yaml:"parse"`            // whole (default) | csv_pairs | space_versions
+	SigPrefix       string `yaml:"sig_prefix"`       // whole: the value starts with it ("sha256=")
+	SigKey          string `yaml:"sig_key"`          // csv_pairs: the key of the signature pairs ("v1")
+	Version         string `yaml:"version"`          // space_versions: tokens read "<version>,<sig>"
+	Signed          string `yaml:"signed"`           // template over {body} {ts} {header:NAME}; default {body}
+	Hash            string `yaml:"hash"`             // sha256 (default) | sha512 | sha1
+	Encoding        string `yaml:"encoding"`         // hex (default) | base64
+	SecretDecode    string `yaml:"secret_decode"`    // raw (default) | whsec_base64
+	TimestampHeader string `yaml:"timestamp_header"` // the header that holds the timestamp
+	TimestampField  string `yaml:"timestamp_field"`  // csv_pairs: the key of the timestamp pair ("t")
+
+	// PublicKey is the ed25519 public key or rotation list: base64 of 32 bytes, optionally "whpk_" prefixed.
+	PublicKey Secrets `yaml:"public_key"`
+
+	// Token location: bearer (default) | basic | header | query.
+	Location string `yaml:"location"`
+	Name     string `yaml:"name"`     // header or query parameter name (header, query)
+	Username string `yaml:"username"` // basic; Secret holds the password
+
+	// Pins of a client_cert source: "sha256:<hex>" of the DER certificate or "spki-sha256:<hex>" of its
+	// SubjectPublicKeyInfo.
+	Pins []string `yaml:"pins"`
+}
+
+// Secrets is a secret or a rotation list. YAML accepts a scalar or a list of scalars. It prints as
+// [REDACTED] under every fmt verb, so a Spec can be logged without leaking a key.
+type Secrets []string
+
+// UnmarshalYAML accepts `secret: s` and `secret: [new, old]`. A scalar is taken as written, so a secret
+// that happens to look like a number keeps its digits; a null entry becomes "" and is refused by Validate
+// with its index, as the design asks for an empty rotation entry (`${OLD:-}`).
+func (s *Secrets) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.ShortTag() == "!!null" {
+			*s = nil
+			return nil
+		}
+		*s = Secrets{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		out := make(Secrets, len(n.Content))
+		for i, c := range n.Content {
+			if c.Kind == yaml.AliasNode && c.Alias != nil {
+				c = c.Alias
+			}
+			if c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("verify: line %d: entry %d must be a string", c.Line, i)
+			}
+			if c.ShortTag() != "!!null" {
+				out[i] = c.Value
+			}
+		}
+		*s = out
+		return nil
+	}
+	return fmt.Errorf("verify: line %d: must be a string or a list of strings", n.Line)
+}
+
+// Format prints [REDACTED] whatever the verb: a secret never reaches a log line through fmt.
+func (s Secrets) Format(f fmt.State, _ rune) {
+	_, _ = io.WriteString(f, "[REDACTED]")
+}
+
+// Validate reports every problem of the spec, with field paths relative to the verify block. It decodes
+// secrets and keys as New would, so a boot that validated cannot fail in New.
+func (s *Spec) Validate() []Problem {
+	_, ps := build(*s)
+	return ps
+}
+
+// New builds the verifier a spec describes. Secrets and keys are decoded here, once; an invalid spec is
+// a *SpecError (errors.Is ErrBadSecret when a key cannot be decoded, ErrBadScheme otherwise).
+func New(s Spec) (Verifier, error) {
+	v, ps := build(s)
+	if len(ps) > 0 {
+		return nil, &SpecError{Problems: ps}
+	}
+	return v, nil
+}
+
+// CredentialHeaders lists the lowercased headers a token verifier reads its credential from: the edge
+// drops them from what it stores, whatever the store_headers policy. Other types read no credential header.
+func (s Spec) CredentialHeaders() []string {
+	if s.Type != "token" {
+		return nil
+	}
+	switch s.Location {
+	case "", "bearer", "basic":
+		return []string{"authorization"}
+	case "header":
+		if s.Name != "" {
+			return []string{strings.ToLower(s.Name)}
+		}
+	}
+	return nil
+}
+
+// presets are the five HMAC presets of inventory C.2, written as inline schemes so one engine runs all.
+func preset(typ string) (Spec, bool) {
+	switch typ {
+	case "stripe":
+		return Spec{SignatureHeader: "Stripe-Signature", Parse: "csv_pairs", SigKey: "v1",
+			TimestampField: "t", Signed: "{ts}.{body}", Hash: "sha256", Encoding: "hex", SecretDecode: "raw"}, true
+	case "github":
+		return Spec{SignatureHeader: "X-Hub-Signature-256", Parse: "whole", SigPrefix: "sha256=",
+			Signed: "{body}", Hash: "sha256", Encoding: "hex", SecretDecode: "raw"}, true
+	case "shopify":
+		return Spec{SignatureHeader: "X-Shopify-Hmac-SHA256", Parse: "whole",
+			Signed: "{body}", Hash: "sha256", Encoding: "base64", SecretDecode: "raw"}, true
+	case "slack":
+		return Spec{SignatureHeader: "X-Slack-Signature", Parse: "whole", SigPrefix: "v0=",
+			TimestampHeader: "X-Slack-Request-Timestamp", Signed: "v0:{ts}:{body}", Hash: "sha256",
+			Encoding: "hex", SecretDecode: "raw"}, true
+	case "standard_webhooks":
+		return Spec{SignatureHeader: "webhook-signature", Parse: "space_versions", Version: "v1",
+			TimestampHeader: "webhook-timestamp", Signed: "{header:webhook-id}.{ts}.{body}", Hash: "sha256",
+			Encoding: "base64", SecretDecode: "whsec_base64"}, true
+	}
+	return Spec{}, false
+}
+
+// problems collects Problems; the helpers keep build readable.
+type problems []Problem
+
+func (ps *problems) add(field, format string, args ...any) {
+	*ps = append(*ps, Problem{Field: field, Msg: fmt.Sprintf(format, args...), kind: ErrBadScheme})
+}
+
+func (ps *problems) addSecret(field, msg string) {
+	*ps = append(*ps, Problem{Field: field, Msg: msg, kind: ErrBadSecret})
+}
+
+// setFields names the non-zero fields of s (by YAML key), in declaration order.
+func setFields(s *Spec) []string {
+	var out []string
+	add := func(set bool, name string) {
+		if set {
+			out = append(out, name)
+		}
+	}
+	add(len(s.Secret) > 0, "secret")
+	add(s.ToleranceSeconds != 0, "tolerance_seconds")
+	add(s.SignatureHeader != "", "signature_header")
+	add(s.Parse != "", "parse")
+	add(s.SigPrefix != "", "sig_prefix")
+	add(s.SigKey != "", "sig_key")
+	add(s.Version != "", "version")
+	add(s.Signed != "", "signed")
+	add(s.Hash != "", "hash")
+	add(s.Encoding != "", "encoding")
+	add(s.SecretDecode != "", "secret_decode")
+	add(s.TimestampHeader != "", "timestamp_header")
+	add(s.TimestampField != "", "timestamp_field")
+	add(len(s.PublicKey) > 0, "public_key")
+	add(s.Location != "", "location")
+	add(s.Name != "", "name")
+	add(s.Username != "", "username")
+	add(len(s.Pins) > 0, "pins")
+	return out
+}
+
+var inlineFields = []string{"secret", "tolerance_seconds", "signature_header", "parse", "sig_prefix",
+	"sig_key", "version", "signed", "hash", "encoding", "secret_decode", "timestamp_header", "timestamp_field"}
+
+// allowedFields lists the keys each type reads; any other key set is a problem, not silently ignored.
+func allowedFields(typ string) []string {
+	switch typ {
+	case "", "none":
+		return nil
+	case "hmac":
+		return inlineFields
+	case "ed25519":
+		return []string{"public_key", "tolerance_seconds"}
+	case "token":
+		return []string{"secret", "location", "name", "username"}
+	case "client_cert":
+		return []string{"pins"}
+	}
+	return []string{"secret", "tolerance_seconds"} // the presets
+}
+
+// build validates s and, when it holds no problem, returns its verifier.
+func build(s Spec) (Verifier, []Problem) {
+	var ps problems
+	known := s.Type == "" || s.Type == "none" || s.Type == "hmac" || s.Type == "ed25519" ||
+		s.Type == "token" || s.Type == "client_cert"
+	if _, ok := preset(s.Type); ok {
+		known = true
+	}
+	if !known {
+		ps.add("type", "unknown verifier type %q (none|stripe|github|shopify|slack|standard_webhooks|hmac|ed25519|token|client_cert)", s.Type)
+		return nil, ps
+	}
+	allowed := allowedFields(s.Type)
+	for _, f := range setFields(&s) {
+		ok := false
+		for _, a := range allowed {
+			ok = ok || a == f
+		}
+		if !ok {
+			typ := s.Type
+			if typ == "" {
+				typ = "none"
+			}
+			ps.add(f, "not used by type %s", typ)
+		}
+	}
+	if s.ToleranceSeconds < 0 {
+		ps.add("tolerance_seconds", "must be >= 0, got %d", s.ToleranceSeconds)
+	}
+
+	var v Verifier
+	switch s.Type {
+	case "", "none":
+		v = noneVerifier{}
+	case "hmac":
+		v = buildHMAC(&ps, "hmac", s)
+	case "ed25519":
+		v = buildEd25519(&ps, s)
+	case "token":
+		v = buildToken(&ps, s)
+	case "client_cert":
+		v = buildClientCert(&ps, s)
+	default:
+		p, _ := preset(s.Type)
+		p.Secret, p.ToleranceSeconds = s.Secret, s.ToleranceSeconds
+		v = buildHMAC(&ps, s.Type, p)
+	}
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return v, nil
+}
+
+// checkList reports an empty, over-long or holed rotation list. field names the key ("secret").
+func checkList(ps *problems, field string, list Secrets) {
+	switch {
+	case len(list) == 0:
+		ps.addSecret(field, "required")
+	case len(list) > MaxSecrets:
+		ps.addSecret(field, fmt.Sprintf("at most %d entries, got %d", MaxSecrets, len(list)))
+	}
+	for i, e := range list {
+		if e == "" {
+			ps.addSecret(entryField(field, i, len(list)), "must not be empty")
+		}
+	}
+}
+
+// entryField is "secret" for a single secret and "secret[i]" inside a list.
+func entryField(field string, i, n int) string {
+	if n == 1 {
+		return field
+	}
+	return fmt.Sprintf("%s[%d]", field, i)
+}
+
+// tolerance applies the default and, for SHA-1, the one-hour cap.
+func tolerance(seconds int, weak bool) int64 {
+	t := int64(seconds)
+	if t == 0 {
+		t = DefaultToleranceSeconds
+	}
+	if weak && t > MaxWeakToleranceSeconds {
+		t = MaxWeakToleranceSeconds
+	}
+	return t
+}
