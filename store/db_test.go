@@ -200,6 +200,7 @@ func TestCommitWritesEveryObligationOfAGroupAtomically(t *testing.T) {
 	}
 }
 
+// A closed store answers ErrClosed, never an empty result; Close is idempotent.
 func TestClosedStoreRefusesEveryCall(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	if err := db.Close(); err != nil {
@@ -222,6 +223,7 @@ func TestClosedStoreRefusesEveryCall(t *testing.T) {
 	}
 }
 
+// Inventory E.1: "exclusive lock ⇒ all store roles in one OS process": a second open is refused.
 func TestSecondOpenOfAnOpenStoreIsRefused(t *testing.T) {
 	dir := t.TempDir()
 	openTest(t, dir, nil)
@@ -577,6 +579,8 @@ func rawEdit(t *testing.T, dir string, edit func(*grocksdb.DB, *grocksdb.WriteOp
 	}
 }
 
+// Store write failures are classified (no_space, io_error, read_only, corruption, busy, other) from the errno or
+// RocksDB's status text.
 func TestClassifyWriteErrors(t *testing.T) {
 	for _, c := range []struct {
 		err  error

@@ -13,4 +13,6 @@
 //     unreadable store is an error, never an empty store.
 //  3. A scan that fails is an error, never a short answer.
 //  4. No slice that points into C memory outlives the call that produced it.
+//  5. The writer actor (writer.go) answers a record only from its group's CommitHooks return, never abandons a
+//     record whose group started, and never commits one whose caller gave up first.
 package store

@@ -24,7 +24,8 @@ type Result struct {
 }
 
 // Pending is one record waiting for its group. The edge allocates it (pooled), fills Record, sends it inside a
-// Batch and waits on Done. Exactly one Result is ever sent to Done (cap 1), and none to a record that expired.
+// Batch and waits on Done. Exactly one Result is ever sent to Done (cap 1); the writer sends none to a record
+// that expired (whoever won the Expire CAS answers it).
 type Pending struct {
 	Record
 	Done  chan Result

@@ -17,10 +17,13 @@ type Committer interface {
 
 // WriterOptions configures the writer actor.
 type WriterOptions struct {
-	GroupMaxBytes   int64 // batcher.group_commit_max_bytes: sum of Value sizes in one group (<= 0: no bound)
-	GroupMaxRecords int   // batcher.group_commit_max_records (<= 0: no bound)
-	OnCommit        func(CommitInfo)
+	GroupMaxBytes   int64            // batcher.group_commit_max_bytes: sum of Value sizes in one group (<= 0: no bound)
+	GroupMaxRecords int              // batcher.group_commit_max_records (<= 0: no bound)
+	OnCommit        func(CommitInfo) // may be nil; called from the commit task after each group
 	Log             zerolog.Logger
+	// MailboxMiddleware is added to the writer's mailbox (the props set their own mailbox, so mailbox metrics
+	// go here rather than through Props.Configure, which would replace it).
+	MailboxMiddleware []actor.MailboxMiddleware
 }
 
 // CommitInfo describes one group commit, reported to WriterOptions.OnCommit after its callers were answered.
@@ -35,24 +38,51 @@ type CommitInfo struct {
 // answers each record from that task.
 //
 // Invariants:
-//  1. At most one group of an incarnation is in flight; Receive never blocks on it.
+//  1. At most one group of an incarnation is in flight; Receive never blocks on it (only Stopping waits for
+//     it, so a stop never leaves a synced write running behind it).
 //  2. A record joins a group only by winning the CAS Waiting→Started; an expired record is never committed and
 //     gets no seq. A started record is always answered, by the task that commits it, even if the writer stops
 //     or restarts meanwhile.
 //  3. A record queued but not started when the writer stops or restarts is answered ErrWriterStopped.
 //  4. Every Batch gets exactly one BatchDone, after each of its records was answered (or had expired).
+//
+// A Stop is a system message and overtakes batches still in the mailbox; protoactor then drops them unseen, so
+// a mailbox middleware answers those too (ErrWriterStopped). Only a batch sent after the writer is gone (a dead
+// letter) is left to its caller's deadline. The props are for one writer: spawn them once.
 func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
 	// shared outlives restarts: a restarted writer needs nothing from its predecessor, but Stop must still wait
 	// for a task its predecessor started, and group numbers must not repeat so a stale completion is ignored.
-	shared := &writerShared{}
+	shared := &writerShared{log: opts.Log}
+	mw := append([]actor.MailboxMiddleware{stopDrain{shared}}, opts.MailboxMiddleware...)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &writer{db: db, opts: opts, shared: shared, g: &group{}}
-	})
+	}, actor.WithMailbox(actor.Unbounded(mw...)))
 }
 
 type writerShared struct {
-	tasks sync.WaitGroup
-	gen   atomic.Uint64
+	tasks   sync.WaitGroup
+	gen     atomic.Uint64
+	root    atomic.Pointer[actor.RootContext]
+	stopped atomic.Bool
+	log     zerolog.Logger
+}
+
+// stopDrain sees every message the mailbox hands over, including those a stopped actor drops, and answers the
+// dropped batches.
+type stopDrain struct{ shared *writerShared }
+
+func (stopDrain) MailboxStarted()   {}
+func (stopDrain) MessagePosted(any) {}
+func (stopDrain) MailboxEmpty()     {}
+func (d stopDrain) MessageReceived(m any) {
+	if !d.shared.stopped.Load() {
+		return
+	}
+	if b, ok := actor.UnwrapEnvelopeMessage(m).(*Batch); ok {
+		if root := d.shared.root.Load(); root != nil {
+			failBatch(root, d.shared.log, b)
+		}
+	}
 }
 
 type writer struct {
@@ -83,6 +113,8 @@ func (g *group) reset() {
 
 func (w *writer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.shared.root.Store(ctx.ActorSystem().Root)
 	case *Batch:
 		w.queue = append(w.queue, m)
 		if w.inflight == 0 {
@@ -98,6 +130,7 @@ func (w *writer) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		w.failQueued(ctx)
 	case *actor.Stopping:
+		w.shared.stopped.Store(true)
 		w.failQueued(ctx)
 		// The task answers its callers without the writer; waiting here only makes Stop return after the
 		// last synced write, so whoever closes the store next does not close it under a commit.
@@ -145,11 +178,10 @@ func (w *writer) fill(g *group) {
 		g.batches = append(g.batches, b)
 		taken++
 	}
-	clear(w.queue[:taken])
-	w.queue = w.queue[taken:]
-	if len(w.queue) == 0 {
-		w.queue = w.queue[:0:0] // let the backing array go once drained, not grow forever by reslicing
-	}
+	// Shift the rest down rather than reslice, so the backing array is reused instead of creeping forward.
+	n := copy(w.queue, w.queue[taken:])
+	clear(w.queue[n:])
+	w.queue = w.queue[:n]
 }
 
 // fits tells whether b's live records still fit in g.
@@ -181,7 +213,7 @@ func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
 		if err == nil {
 			r.Seq = first + uint64(i)
 		}
-		w.answer(p, r)
+		answer(w.opts.Log, p, r)
 	}
 	for _, b := range g.batches {
 		sendBatchDone(root, b)
@@ -205,11 +237,11 @@ func commitRecovered(db Committer, recs []*Record) (first uint64, err error) {
 
 // answer sends p its one Result. Done has room by contract; a full channel means the caller broke it, and
 // blocking here would stall every later group, so the result is dropped and logged instead.
-func (w *writer) answer(p *Pending, r Result) {
+func answer(log zerolog.Logger, p *Pending, r Result) {
 	select {
 	case p.Done <- r:
 	default:
-		w.opts.Log.Error().Uint64("seq", r.Seq).AnErr("result", r.Err).
+		log.Error().Uint64("seq", r.Seq).AnErr("result", r.Err).
 			Msg("store writer: pending record's Done channel is full; result dropped")
 	}
 }
@@ -218,15 +250,20 @@ func (w *writer) answer(p *Pending, r Result) {
 func (w *writer) failQueued(ctx actor.Context) {
 	root := ctx.ActorSystem().Root
 	for _, b := range w.queue {
-		for _, p := range b.Records {
-			if p.start() {
-				w.answer(p, Result{Err: ErrWriterStopped})
-			}
-		}
-		sendBatchDone(root, b)
+		failBatch(root, w.opts.Log, b)
 	}
 	clear(w.queue)
 	w.queue = w.queue[:0]
+}
+
+// failBatch answers every unstarted record of b ErrWriterStopped, then b's BatchDone.
+func failBatch(root *actor.RootContext, log zerolog.Logger, b *Batch) {
+	for _, p := range b.Records {
+		if p.start() {
+			answer(log, p, Result{Err: ErrWriterStopped})
+		}
+	}
+	sendBatchDone(root, b)
 }
 
 func sendBatchDone(root *actor.RootContext, b *Batch) {

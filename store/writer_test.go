@@ -194,6 +194,8 @@ func TestWriterMergesQueuedBatchesFromAllPartitionsIntoOneGroup(t *testing.T) {
 	}
 }
 
+// Seed, batcher row: groups are bounded by "batcher.group_commit_max_bytes, 4 MiB, and
+// batcher.group_commit_max_records"; whatever does not fit waits for the group after.
 func TestWriterBoundsGroupsByRecordsAndBytes(t *testing.T) {
 	r := newWriterRig(t, WriterOptions{GroupMaxRecords: 4})
 	r.cc.sizes = make(chan int, 64)
@@ -215,6 +217,30 @@ func TestWriterBoundsGroupsByRecordsAndBytes(t *testing.T) {
 	for _, want := range []int{1, 4, 4, 2} {
 		if got := <-r.cc.sizes; got != want {
 			t.Fatalf("group of %d records, want %d", got, want)
+		}
+	}
+
+	// By bytes: every value has the same size, and the bound admits three of them.
+	size := int64(len(r.pendings(1, "acme")[0].Value))
+	rb := newWriterRig(t, WriterOptions{GroupMaxBytes: 3*size + size/2})
+	rb.cc.sizes = make(chan int, 64)
+	held = rb.holdFirstGroup()
+	all = all[:0]
+	for range 7 {
+		ps := rb.pendings(1, "acme")
+		all = append(all, ps...)
+		rb.send(1, ps)
+	}
+	rb.gate.open()
+	rb.result(held)
+	for _, p := range all {
+		if res := rb.result(p); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	for _, want := range []int{1, 3, 3, 1} {
+		if got := <-rb.cc.sizes; got != want {
+			t.Fatalf("group of %d records under the byte bound, want %d", got, want)
 		}
 	}
 }
@@ -283,6 +309,8 @@ func TestStartedRecordIsNotAbandonedWhenItsDeadlinePassesMidSync(t *testing.T) {
 	}
 }
 
+// Inventory K.1: never 2xx before durable acceptance; a failed synced write answers every record of its group
+// with the error (a 503 at the edge), and the writer goes on with the next group.
 func TestFailedGroupAnswersEveryRecordWithTheError(t *testing.T) {
 	r := newWriterRig(t, WriterOptions{})
 	r.gate.failNext(syscall.EIO)
@@ -341,6 +369,9 @@ func TestWriterRestartMidCommitStillAnswersEveryCaller(t *testing.T) {
 	}
 }
 
+// Seed, batcher row: a batch queued when the writer goes away is answered (503), never silently dropped; design
+// §3: a stop does not kill a commit mid-fsync. The Stop (a system message) may overtake the queued batch in the
+// mailbox; either way the batch is answered ErrWriterStopped.
 func TestWriterStopAnswersQueuedAndWaitsForTheSync(t *testing.T) {
 	r := newWriterRig(t, WriterOptions{})
 	held := r.holdFirstGroup()
@@ -348,9 +379,6 @@ func TestWriterStopAnswersQueuedAndWaitsForTheSync(t *testing.T) {
 	r.send(1, queued)
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.system.Root.StopFuture(r.writer).Wait() }()
-	if res := r.result(queued[0]); !errors.Is(res.Err, ErrWriterStopped) {
-		t.Fatalf("queued record at stop: %+v", res)
-	}
 	select {
 	case err := <-stopped:
 		t.Fatalf("Stop returned (%v) while a synced write was in flight", err)
@@ -360,11 +388,21 @@ func TestWriterStopAnswersQueuedAndWaitsForTheSync(t *testing.T) {
 	if res := r.result(held); res.Err != nil {
 		t.Fatalf("in-flight record at stop: %v", res.Err)
 	}
+	if res := r.result(queued[0]); !errors.Is(res.Err, ErrWriterStopped) {
+		t.Fatalf("queued record at stop: %+v", res)
+	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("StopFuture: %v", err)
 	}
+	r.batchDone()
+	r.batchDone()
+	if _, err := r.db.GetHook(1); err != nil {
+		t.Fatalf("the held record is not in the store: %v", err)
+	}
 }
 
+// Seed, batcher row: a record is either refused at its deadline or started by the writer, never both: the two
+// sides race on one CAS.
 func TestPendingExpireAndStartAreExclusive(t *testing.T) {
 	for range 1000 {
 		p := NewPending()
