@@ -17,7 +17,9 @@ build:
 
 # The whole suite with the race detector, black-box kill tests included.
 test:
-	$(GO) test -race -count=1 -timeout 14m $(PKGS)
+	$(GO) test -race -count=1 -timeout 12m $(PKGS)
+	$(GO) test -count=1 -timeout 3m -run 'TestTenantFairness' -v ./dispatch/
+
 
 test-short:
 	$(GO) test -count=1 -short $(PKGS)
@@ -26,6 +28,8 @@ test-short:
 # in-process micro-benchmarks. Figures are printed, never asserted.
 bench:
 	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) $(GO) test -run '^$$' -bench 'Loopback' -benchtime 1x -timeout 20m ./test/...
+	$(GO) test -run '^$$' -bench 'EndToEnd' -benchtime 1x -timeout 20m ./test/...
+	$(GO) test -run '^$$' -bench 'TenantFairness|SchedulerTick' -benchtime 1x -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./edge/... ./store/...
 
 lint:

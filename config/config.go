@@ -3,6 +3,8 @@ package config
 import (
 	"path/filepath"
 	"slices"
+
+	"github.com/ankusa-go/ankusa/edge/verify"
 )
 
 // Roles a node can run (node.roles, ANKUSA_ROLES).
@@ -35,6 +37,10 @@ type Config struct {
 	Batcher      Batcher  `yaml:"batcher"`
 	Listener     Listener `yaml:"listener"`
 	Dispatch     Dispatch `yaml:"dispatch"`
+	// RateLimits, Quarantine and Dedupe bound what one sender can spend (trust.go).
+	RateLimits RateLimits `yaml:"rate_limits"`
+	Quarantine Quarantine `yaml:"quarantine"`
+	Dedupe     Dedupe     `yaml:"dedupe"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
 	Sources map[string]Source `yaml:"sources" config:"noecho"`
 
@@ -109,6 +115,19 @@ type Source struct {
 	// ForwardHeaders, when set, is the list of stored headers a sink forwards (default: every
 	// non-credential, non-hop-by-hop header).
 	ForwardHeaders []string `yaml:"forward_headers"`
+
+	// Verify authenticates the source's requests (default: type none, every hook stored as skipped).
+	// Validated by verify.Spec.Validate; its secret is never echoed or printed.
+	Verify verify.Spec `yaml:"verify"`
+	// OnVerifyFailure is reject (default) | quarantine | accept_flag; "" in a Source built in code is reject.
+	OnVerifyFailure string `yaml:"on_verify_failure"`
+	// Dedupe names the provider's event key; nil (the default) = no dedupe, a provider retry is a new hook.
+	Dedupe *DedupeSpec `yaml:"dedupe"`
+	// StoreHeaders drops (default) or hashes credential headers before the hook is stored.
+	StoreHeaders StoreHeaders `yaml:"store_headers"`
+	// TrustURLTenant (default false) accepts that a shared source takes the tenant its URL names under
+	// http.routing tenant_path even though it verifies nothing.
+	TrustURLTenant bool `yaml:"trust_url_tenant"`
 }
 
 // SinkSpec is one entry of a source's sinks list. Its options are validated by the sink packages.

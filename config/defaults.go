@@ -41,7 +41,10 @@ func Default() *Config {
 		},
 		Listener: Listener{DrainDelayMS: 5000, DrainTimeoutMS: 30_000},
 		Dispatch: defaultDispatch(),
-		Sources:  map[string]Source{},
+		// rate_limits: every limit unset (unlimited) until the file sets one.
+		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000},
+		Dedupe:     Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000},
+		Sources:    map[string]Source{},
 	}
 	return c
 }
@@ -51,4 +54,6 @@ func Default() *Config {
 // per-entry defaults by adding this one method.
 func (s *Source) applyDefaults() {
 	s.Tenant = defaultTenant
+	s.OnVerifyFailure = OnVerifyReject
+	s.StoreHeaders.Mode = StoreHeadersDrop
 }

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/ankusa-go/ankusa/edge/verify"
 )
 
 const redacted = "[REDACTED]"
@@ -39,6 +41,9 @@ func redactValue(v reflect.Value, secret bool) any {
 	if v.Type() == reflect.TypeFor[SinkSpec]() {
 		return redactSink(v.Interface().(SinkSpec))
 	}
+	if v.Type() == reflect.TypeFor[verify.Spec]() {
+		return redactVerify(v)
+	}
 	switch v.Kind() {
 	case reflect.Struct:
 		t := v.Type()
@@ -66,6 +71,20 @@ func redactValue(v reflect.Value, secret bool) any {
 		return redactValue(v.Elem(), false)
 	}
 	return v.Interface()
+}
+
+// redactVerify prints a verify block as written: the keys its type uses (the others are empty and only
+// noise), the secret and a basic credential's username as "[REDACTED]".
+func redactVerify(v reflect.Value) map[string]any {
+	m := map[string]any{}
+	for name, f := range fields(v.Type()) {
+		fv := v.Field(f.index)
+		if fv.IsZero() && name != "type" {
+			continue
+		}
+		m[name] = redactValue(fv, f.secret || name == "username")
+	}
+	return m
 }
 
 func redactSink(s SinkSpec) map[string]any {

@@ -81,6 +81,8 @@ func (c *Config) validate(ps *problems) {
 	c.validateDispatch(ps)
 	positive(ps, "listener.drain_timeout_ms", c.Listener.DrainTimeoutMS)
 
+	c.validateTrust(ps)
+
 	for id, s := range c.Sources {
 		c.validateSource(ps, id, s)
 	}
@@ -119,6 +121,7 @@ func (c *Config) validateSource(ps *problems, id string, s Source) {
 	if s.Retry != nil {
 		validateRetry(ps, join(p, "retry"), *s.Retry)
 	}
+	validateSourceTrust(ps, p, s)
 	sp := join(p, "sinks")
 	if len(s.Sinks) == 0 {
 		ps.add(sp, "must list at least one sink")

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"strings"
@@ -21,7 +22,8 @@ const (
 	maxDepth = 100
 )
 
-// nodeDecoder is implemented by types whose YAML shape is not a plain struct (SinkSpec).
+// nodeDecoder is implemented by types whose YAML shape is not a plain struct (SinkSpec, DedupeSpec). It
+// is preferred to yaml.Unmarshaler, which the walk honours for types of other packages.
 type nodeDecoder interface {
 	decodeNode(w *walker, n *yaml.Node, path string, depth int)
 }
@@ -121,6 +123,10 @@ func (w *walker) decodeInto(n *yaml.Node, v reflect.Value, path string, secret b
 		d.decodeNode(w, n, path, depth)
 		return
 	}
+	if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok {
+		w.unmarshal(u, n, path)
+		return
+	}
 	switch v.Kind() {
 	case reflect.Struct:
 		w.decodeStruct(n, v, path, secret, depth)
@@ -183,6 +189,28 @@ func (w *walker) decodeInto(n *yaml.Node, v reflect.Value, path string, secret b
 		// panicking so that a bad build still names the key.
 		w.ps.add(path, "cannot decode into %s", v.Type())
 	}
+}
+
+// unmarshal hands n to a type that decodes itself (verify.Secrets: one secret or a rotation list). Its
+// error becomes the key's problem; an *Error (this package's decoders) keeps its relative paths. The type
+// is trusted not to put a secret's value in its error: verify.Secrets reports only positions.
+func (w *walker) unmarshal(u yaml.Unmarshaler, n *yaml.Node, path string) {
+	// The type walks n itself; charge its direct children so a huge list still spends the budget.
+	if !w.charge(len(n.Content)) {
+		return
+	}
+	err := u.UnmarshalYAML(n)
+	if err == nil {
+		return
+	}
+	var ce *Error
+	if errors.As(err, &ce) {
+		for _, p := range ce.Problems {
+			w.ps.add(subPath(path, p.Path), "%s", p.Msg)
+		}
+		return
+	}
+	w.ps.add(path, "%s", err.Error())
 }
 
 // scalarInt accepts YAML integers (8_000_000, 0x10) and floats that are exact integers (8e6).

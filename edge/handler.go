@@ -108,7 +108,7 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 
 	rec := &store.Pending{
 		Record: store.Record{
-			ID: id, Tenant: tenant, ReceivedAt: hook.ReceivedAt, Size: uint32(size),
+			ID: id, Tenant: tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(size),
 			Value: store.AppendHook(make([]byte, 0, len(body)+len(sc.arena)+len(tenant)+len(src.ID)+96), &hook),
 			Sinks: src.Sinks, Archive: e.set.Archive,
 		},

@@ -32,6 +32,8 @@ func start(t testing.TB, mutate func(*config.Config), faults *store.Faults) *ins
 	cfg.Admin.Port = 0
 	cfg.Listener.DrainDelayMS = 0
 	cfg.HTTP.MaxBodyBytes = 4096
+	// Ingest only: these tests read the hooks back, so nothing may deliver and reclaim them.
+	cfg.Node.Roles = []string{"edge"}
 	cfg.Sources = map[string]config.Source{
 		"sample":  {Tenant: "default", Sinks: []config.SinkSpec{{Type: "log"}, {Type: "log"}}},
 		"acme-gh": {Tenant: "acme", Sinks: []config.SinkSpec{{Type: "log"}}},

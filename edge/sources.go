@@ -37,7 +37,7 @@ func NewStaticSources(cfg map[string]config.Source) *StaticSources {
 		}
 		sinks := make([]store.SinkBinding, len(src.Sinks))
 		for i, k := range src.Sinks {
-			sinks[i] = store.SinkBinding{Index: uint16(i), Type: k.Type}
+			sinks[i] = store.SinkBinding{Index: uint16(i), Type: k.Type, Ordered: k.Ordered}
 		}
 		s.byID[id] = &Source{ID: id, Tenant: tenant, Sinks: sinks}
 	}

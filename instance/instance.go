@@ -13,7 +13,9 @@ import (
 
 	"github.com/ankusa-go/ankusa/actors"
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/sinks/builtin"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/supervision"
 	"github.com/ankusa-go/ankusa/telemetry"
@@ -42,6 +44,7 @@ type Instance struct {
 	health *edge.Health
 	system *actor.ActorSystem
 	edge   *edge.Edge
+	disp   *dispatch.Dispatcher
 	kill   *actors.Kill
 	tree   *supervision.Tree
 
@@ -84,6 +87,21 @@ func (i *Instance) Start() error {
 			edge.NewStaticSources(cfg.Sources), i.tel, i.health)
 		children = append(children, supervision.ChildSpec{
 			Name: edge.SubtreeName, Props: supervision.NewProps(i.edgeChildren(), i.supervisionOptions()), Domain: "core",
+		})
+	}
+	if cfg.HasRole(config.RoleDispatch) {
+		d, err := dispatch.New(cfg, i.dispatchStore, builtin.NewRegistry(), i.tel)
+		if err != nil {
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
+		i.disp = d
+		children = append(children, supervision.ChildSpec{
+			Name: dispatch.SubtreeName, Domain: "dispatch", Isolated: true,
+			Props: supervision.NewProps([]supervision.ChildSpec{
+				{Name: dispatch.SchedulerName, Domain: "dispatch", Props: i.withKill(dispatch.NewSchedulerProps(d))},
+				{Name: dispatch.ReplayerName, Domain: "dispatch", Props: i.withKill(dispatch.NewReplayerProps(d))},
+			}, i.supervisionOptions()),
 		})
 	}
 	if cfg.Admin.Enabled {
@@ -172,6 +190,9 @@ func (i *Instance) Stop() error {
 		if i.system != nil {
 			i.system.Shutdown()
 		}
+		if i.disp != nil {
+			i.disp.Close()
+		}
 		i.log.Info().Msg("instance stopped")
 	})
 	return i.stopErr
@@ -225,6 +246,18 @@ func (r dbRef) CommitHooks(recs []*store.Record) (uint64, error) {
 	}
 	return db.CommitHooks(recs)
 }
+
+// dispatchStore hands dispatch the open store, or nil (never a typed nil) while it is closed.
+func (i *Instance) dispatchStore() dispatch.Store {
+	if db := i.db.Load(); db != nil {
+		return db
+	}
+	return nil
+}
+
+// Dispatcher is the instance's delivery state (nil without the dispatch role); replay
+// jobs are created through it.
+func (i *Instance) Dispatcher() *dispatch.Dispatcher { return i.disp }
 
 // Edge is the instance's ingest state (nil without the edge role).
 func (i *Instance) Edge() *edge.Edge { return i.edge }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/linxGnu/grocksdb"
 	"github.com/rs/zerolog"
@@ -59,22 +60,26 @@ type Faults struct {
 type Record struct {
 	ID         [16]byte
 	Tenant     string
-	ReceivedAt int64  // unix ms; the first due time of every delivery row
+	Source     string // the source id, copied into every delivery row (dispatch routes by it)
+	ReceivedAt int64  // unix ms, copied into every delivery row; the first due time is the commit time
 	Size       uint32 // body size, charged by byte-bounded windows
 	Value      []byte // AppendHook output, encoded on the caller's goroutine
 	Sinks      []SinkBinding
 	Archive    bool // write an archive obligation (only while the storage role runs)
 }
 
-// SinkBinding names one sink of the hook's source: its index in the source's sink list and its type.
+// SinkBinding names one sink of the hook's source: its index in the source's sink list, its type, and whether
+// its deliveries run in seq order (an ordered lane).
 type SinkBinding struct {
-	Index uint16
-	Type  string
+	Index   uint16
+	Type    string
+	Ordered bool
 }
 
 // DB is an open store. All methods are safe for concurrent use.
 //
-// Lock order: commitMu, then closeMu.
+// Lock order: commitMu, then cmu, then closeMu, then stateMu (see doc.go for what each guards and why the
+// synced commit holds cmu).
 type DB struct {
 	dir    string
 	log    zerolog.Logger
@@ -85,13 +90,14 @@ type DB struct {
 	closeMu sync.RWMutex
 	closed  bool
 
-	rdb   *grocksdb.DB
-	cfs   [cfCount]*grocksdb.ColumnFamilyHandle
-	opts  *grocksdb.Options
-	bbto  *grocksdb.BlockBasedTableOptions
-	cache *grocksdb.Cache
-	ro    *grocksdb.ReadOptions
-	wo    *grocksdb.WriteOptions // sync=true: every write this package makes is an fsynced commit
+	rdb     *grocksdb.DB
+	cfs     [cfCount]*grocksdb.ColumnFamilyHandle
+	opts    *grocksdb.Options
+	bbto    *grocksdb.BlockBasedTableOptions
+	cache   *grocksdb.Cache
+	ro      *grocksdb.ReadOptions
+	wo      *grocksdb.WriteOptions // sync=true: commits, replay steps, replay jobs, meta
+	woAsync *grocksdb.WriteOptions // sync=false: dispatch outcomes and lane blocks (at-least-once tolerates losing one)
 
 	storeID string
 
@@ -106,6 +112,26 @@ type DB struct {
 	wb         *grocksdb.WriteBatch // reused: cleared per commit
 	key, val   []byte               // scratch encodings, copied into wb by RocksDB
 	newTenants []tenantOrd
+	lastCommit int64 // commit time of the last group (unix ms): commit times never go backwards
+
+	// cmu is held by every write that changes a counter, from reading the counters it starts from until its
+	// batch is written and applied to qs, so batches reach RocksDB in the order their absolute counter values
+	// were computed. It guards the scratch below.
+	cmu        sync.Mutex
+	ed         editSet
+	owb        *grocksdb.WriteBatch  // outcome batches, cleared per use
+	wro        *grocksdb.ReadOptions // bounded iterations of the writers
+	wroUpper   []byte                // wro's upper bound; RocksDB reads it in place, so it stays put
+	okey, oval []byte
+	lastKey    []byte
+
+	// stateMu guards qs for readers; writers change qs holding cmu and stateMu both, so Counts, ActiveTenants
+	// and TenantName never wait for a write, let alone an fsync.
+	stateMu sync.Mutex
+	qs      queueState
+
+	isClosed atomic.Bool // Close has started: the in-memory readers answer zero values
+	notify   chan struct{}
 }
 
 type tenantOrd struct {
@@ -123,7 +149,8 @@ func Open(opts Options) (*DB, error) {
 	if err != nil {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
-	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32)}
+	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
+		notify: make(chan struct{}, 1), ed: editSet{idx: make(map[uint32]int)}, wroUpper: make([]byte, 0, 32)}
 	if err := db.open(fresh); err != nil {
 		db.release()
 		return nil, &OpenError{Path: opts.Dir, Err: err}
@@ -194,7 +221,11 @@ func (db *DB) open(fresh bool) error {
 	db.ro.SetVerifyChecksums(true)
 	db.wo = grocksdb.NewDefaultWriteOptions()
 	db.wo.SetSync(true)
+	db.woAsync = grocksdb.NewDefaultWriteOptions()
 	db.wb = grocksdb.NewWriteBatch()
+	db.owb = grocksdb.NewWriteBatch()
+	db.wro = grocksdb.NewDefaultReadOptions()
+	db.wro.SetVerifyChecksums(true)
 
 	return db.loadMeta(fresh)
 }
@@ -221,10 +252,13 @@ func (db *DB) loadMeta(fresh bool) error {
 		if !fresh {
 			db.log.Warn().Str("dir", db.dir).Msg("store has no meta and no data; initialising it")
 		}
-		return db.initMeta()
+		if err := db.initMeta(); err != nil {
+			return err
+		}
+		return db.loadCounters()
 	}
-	if len(version) != 4 || binary.BigEndian.Uint32(version) != FormatVersion {
-		return fmt.Errorf("%s = %x, this build reads format %d", metaFormatVersion, version, FormatVersion)
+	if len(version) != 4 || (binary.BigEndian.Uint32(version) != FormatVersion && binary.BigEndian.Uint32(version) != 1) {
+		return fmt.Errorf("%s = %x, this build reads formats 1 and %d", metaFormatVersion, version, FormatVersion)
 	}
 	id, err := db.getCF(cfDefault, []byte(metaStoreID))
 	if err != nil {
@@ -271,7 +305,15 @@ func (db *DB) loadMeta(fresh bool) error {
 	if err != nil {
 		return err
 	}
-	return db.checkSeq()
+	if err := db.checkSeq(); err != nil {
+		return err
+	}
+	if binary.BigEndian.Uint32(version) == 1 {
+		if err := db.migrateV1(); err != nil {
+			return err
+		}
+	}
+	return db.loadCounters()
 }
 
 // checkSeq refuses a store whose newest hook is at or past m:next_seq: they are written in one batch, so that
@@ -320,14 +362,20 @@ func (db *DB) initMeta() error {
 
 // release frees whatever open managed to allocate (every field may be nil).
 func (db *DB) release() {
-	if db.wb != nil {
-		db.wb.Destroy()
+	for _, wb := range []*grocksdb.WriteBatch{db.wb, db.owb} {
+		if wb != nil {
+			wb.Destroy()
+		}
 	}
-	if db.ro != nil {
-		db.ro.Destroy()
+	for _, ro := range []*grocksdb.ReadOptions{db.ro, db.wro} {
+		if ro != nil {
+			ro.Destroy()
+		}
 	}
-	if db.wo != nil {
-		db.wo.Destroy()
+	for _, wo := range []*grocksdb.WriteOptions{db.wo, db.woAsync} {
+		if wo != nil {
+			wo.Destroy()
+		}
 	}
 	for i, h := range db.cfs {
 		if h != nil {
@@ -358,6 +406,7 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.closed = true
+	db.isClosed.Store(true)
 	db.release()
 	db.log.Info().Str("dir", db.dir).Uint64("next_seq", db.nextSeq.Load()).Msg("store closed")
 	return nil
@@ -373,16 +422,21 @@ func (db *DB) StoreID() string { return db.storeID }
 func (db *DB) NextSeq() uint64 { return db.nextSeq.Load() }
 
 // CommitHooks writes recs as one synced WriteBatch: per record the hook row, one pending delivery row and due key
-// per sink, the archive obligation when asked, plus new tenant ordinals and m:next_seq. It returns the seq of
-// recs[0]; recs[i] has first+i. It returns only after the batch is synced (or failed, with nothing written). A
-// record with neither sinks nor an archive obligation gets its seq but no row: nothing would ever reclaim it
-// (inventory E.3, "acked with a seq but not stored").
+// per sink, the archive obligation when asked, plus new tenant ordinals, the new counters of every tenant it
+// touches and m:next_seq. It returns the seq of recs[0]; recs[i] has first+i. It returns only after the batch is
+// synced (or failed, with nothing written). A record with neither sinks nor an archive obligation gets its seq
+// but no row: nothing would ever reclaim it (inventory E.3, "acked with a seq but not stored").
+//
+// Every new row is first due at the group's commit time (unix ms, never earlier than the previous group's), not
+// at its ReceivedAt: first attempts then sort in the due index by seq, which ordered lanes rely on.
 //
 // Seqs are dense within a call and strictly increasing across calls and restarts; a failed call burns its seqs.
 // Concurrent callers are serialised.
 func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	if db.closed {
@@ -396,35 +450,46 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	// Burned before the write: whatever happens below, these seqs are never handed out again in this process,
 	// and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
 	db.nextSeq.Store(next)
+	at := max(time.Now().UnixMilli(), db.lastCommit)
+	db.lastCommit = at
 
 	wb := db.wb
 	wb.Clear()
+	db.ed.reset()
 	db.newTenants = db.newTenants[:0]
 	ordBefore := db.nextOrd
 	hooks, deliveries, index := db.cfs[cfHooks], db.cfs[cfDeliveries], db.cfs[cfIndex]
+	rows := 0
 	for i, r := range recs {
 		if len(r.Sinks) == 0 && !r.Archive {
 			continue
 		}
+		rows++
 		seq := first + uint64(i)
 		db.key = AppendHookKey(db.key[:0], seq)
 		wb.PutCF(hooks, db.key, r.Value)
 		if len(r.Sinks) > 0 {
 			ord := db.ordinalLocked(r.Tenant)
+			e := db.editLocked(ord)
 			for _, s := range r.Sinks {
-				row := DeliveryRow{SinkIndex: s.Index, SinkType: s.Type, State: StatePending, DueAt: r.ReceivedAt, Size: r.Size}
+				row := DeliveryRow{SinkIndex: s.Index, SinkType: s.Type, State: StatePending, DueAt: at, Size: r.Size,
+					Source: r.Source, Ordered: s.Ordered, ReceivedAt: r.ReceivedAt}
 				db.key = DeliveryKey{Seq: seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendDeliveryRow(db.val[:0], &row)
 				wb.PutCF(deliveries, db.key, db.val)
-				db.key = DueKey{Ord: ord, At: r.ReceivedAt, Seq: seq, Sink: s.Index}.Append(db.key[:0])
+				db.key = DueKey{Ord: ord, At: at, Seq: seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendIndexValue(db.val[:0], r.Size)
 				wb.PutCF(index, db.key, db.val)
+				e.dueWritten(db.key)
+				e.counts.pending++
+				e.counts.pendingBytes += int64(r.Size)
 			}
 		}
 		if r.Archive {
 			db.key = AppendArchiveKey(db.key[:0], seq)
 			db.val = AppendIndexValue(db.val[:0], r.Size)
 			wb.PutCF(index, db.key, db.val)
+			db.ed.archive++
 		}
 	}
 	meta := db.cfs[cfDefault]
@@ -438,6 +503,7 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 		db.val = binary.BigEndian.AppendUint32(db.val[:0], db.nextOrd)
 		wb.PutCF(meta, db.key, db.val)
 	}
+	db.putCountersLocked(wb)
 	db.key = append(db.key[:0], metaNextSeq...)
 	db.val = binary.BigEndian.AppendUint64(db.val[:0], next)
 	wb.PutCF(meta, db.key, db.val)
@@ -450,11 +516,17 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	if err := db.rdb.Write(db.wo, wb); err != nil {
 		// New ordinals stay burned like the seqs (db.nextOrd is not rolled back) so an ordinal is never given to
 		// two tenants; the tenants simply get fresh ones on their next commit. A write that fails after reaching
-		// the WAL leaves RocksDB refusing writes until the store is reopened.
+		// the WAL leaves RocksDB refusing writes until the store is reopened. The counters in memory are left as
+		// they were; the batch carried its own beside its rows, so a reopen reads counters that match whichever
+		// rows reached disk.
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
 	for _, t := range db.newTenants {
 		db.ords[t.tenant] = t.ord
+	}
+	db.applyEditsLocked(db.newTenants)
+	if rows > 0 {
+		db.wake()
 	}
 	return first, nil
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/linxGnu/grocksdb"
 	"github.com/rs/zerolog"
@@ -85,6 +86,9 @@ func TestFailedCommitBurnsSeqsAndWritesNothing(t *testing.T) {
 	if _, ok := db.TenantOrdinal("newtenant"); ok {
 		t.Fatal("a tenant of a failed commit got an ordinal")
 	}
+	if c := db.Counts(); c.Pending != 2 || len(db.ActiveTenants(nil)) != 1 {
+		t.Fatalf("counters moved for a failed commit: %+v", c)
+	}
 	ok2, err := db.CommitHooks(makeRecords(t, 1, "acme"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,21 +110,27 @@ func TestFailedCommitBurnsSeqsAndWritesNothing(t *testing.T) {
 	if db.NextSeq() != ok2+1 {
 		t.Fatalf("after reopen NextSeq %d, want %d: m:next_seq went back", db.NextSeq(), ok2+1)
 	}
+	requireExactCounters(t, db)
 }
 
 // Inventory E.3 / K.3: "One atomic commit per group: hook + one delivery row/due key per sink + archive
-// obligation (only if storage role) + seq marker + ... in a single synced write."
+// obligation (only if storage role) + seq marker + ... in a single synced write." Every row of the group is
+// first due at the group's commit time, and carries its source, binding and arrival time.
 func TestCommitWritesEveryObligationOfAGroupAtomically(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
-	a := makeRecord(t, "acme", 100, SinkBinding{Index: 0, Type: "http"}, SinkBinding{Index: 2, Type: "kafka"})
+	a := makeRecord(t, "acme", 100, SinkBinding{Index: 0, Type: "http"}, SinkBinding{Index: 2, Type: "kafka", Ordered: true})
 	a.Archive = true
+	a.ReceivedAt -= 5000 // arrival is not the due time
 	b := makeRecord(t, "globex", 7, SinkBinding{Index: 1, Type: "nats"})
+	b.Source = "other"
 	c := makeRecord(t, "acme", 5) // no sink, no archive: a seq but no row
+	before := time.Now().UnixMilli()
 	first, err := db.CommitHooks([]*Record{a, b, c})
 	if err != nil {
 		t.Fatal(err)
 	}
+	after := time.Now().UnixMilli()
 
 	h, err := db.GetHook(first)
 	if err != nil || h.ID != a.ID || h.Tenant != "acme" || len(h.Body) != 100 {
@@ -145,10 +155,20 @@ func TestCommitWritesEveryObligationOfAGroupAtomically(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if len(rows) == 0 {
+		t.Fatal("no delivery rows")
+	}
+	at := rows[0].r.DueAt
+	if at < before || at > after {
+		t.Fatalf("first due time %d outside the commit call [%d, %d]", at, before, after)
+	}
 	want := []row{
-		{first, DeliveryRow{SinkIndex: 0, SinkType: "http", State: StatePending, DueAt: a.ReceivedAt, Size: 100}},
-		{first, DeliveryRow{SinkIndex: 2, SinkType: "kafka", State: StatePending, DueAt: a.ReceivedAt, Size: 100}},
-		{first + 1, DeliveryRow{SinkIndex: 1, SinkType: "nats", State: StatePending, DueAt: b.ReceivedAt, Size: 7}},
+		{first, DeliveryRow{SinkIndex: 0, SinkType: "http", State: StatePending, DueAt: at, Size: 100, Source: "src",
+			ReceivedAt: a.ReceivedAt}},
+		{first, DeliveryRow{SinkIndex: 2, SinkType: "kafka", State: StatePending, DueAt: at, Size: 100, Source: "src",
+			Ordered: true, ReceivedAt: a.ReceivedAt}},
+		{first + 1, DeliveryRow{SinkIndex: 1, SinkType: "nats", State: StatePending, DueAt: at, Size: 7, Source: "other",
+			ReceivedAt: b.ReceivedAt}},
 	}
 	if !slices.Equal(rows, want) {
 		t.Fatalf("delivery rows\n got %+v\nwant %+v", rows, want)
@@ -176,9 +196,9 @@ func TestCommitWritesEveryObligationOfAGroupAtomically(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantDue := []DueKey{
-		{Ord: ordA, At: a.ReceivedAt, Seq: first, Sink: 0},
-		{Ord: ordA, At: a.ReceivedAt, Seq: first, Sink: 2},
-		{Ord: ordB, At: b.ReceivedAt, Seq: first + 1, Sink: 1},
+		{Ord: ordA, At: at, Seq: first, Sink: 0},
+		{Ord: ordA, At: at, Seq: first, Sink: 2},
+		{Ord: ordB, At: at, Seq: first + 1, Sink: 1},
 	}
 	if !slices.Equal(due, wantDue) {
 		t.Fatalf("due keys\n got %+v\nwant %+v", due, wantDue)

@@ -1,5 +1,6 @@
 // Package store is the sole owner of the node's RocksDB database: its column families, key layout, value codecs,
-// seq and tenant ordinals, and the writer actor that group-commits ingested hooks.
+// seq and tenant ordinals, the writer actor that group-commits ingested hooks, and the delivery-row state
+// transitions dispatch drives (claim, complete, retry, bury, recover, replay).
 //
 // The invariant it owns: the store never reports a commit before the batch is synced. CommitHooks returns only
 // after one synced WriteBatch holding every row of the group has been written, and the writer answers a caller
@@ -15,4 +16,35 @@
 //  4. No slice that points into C memory outlives the call that produced it.
 //  5. The writer actor (writer.go) answers a record only from its group's CommitHooks return, never abandons a
 //     record whose group started, and never commits one whose caller gave up first.
+//  6. Every delivery row has exactly one index key: due ('d', pending or scheduled), inflight ('f', claimed) or
+//     dead ('x'). Each transition moves it in one batch with the row, so a crash leaves the old key or the new.
+//  7. The per-tenant counters (pending, scheduled, inflight, dead, pending bytes) always equal what the index
+//     holds, on disk and in memory: every batch that moves a key also writes the new absolute counters of the
+//     tenants it touches, and the in-memory image takes them only after the write succeeded. Counts and
+//     ActiveTenants read that image, never the index, so the gauges and the scheduler's tenant list cost the
+//     same at a thousand rows as at a million.
+//  8. A hook is deleted with its last delivery row when no archive obligation holds it; dead rows keep it.
+//
+// # Locks
+//
+// Lock order: commitMu, then cmu, then closeMu (shared), then stateMu.
+//
+//   - commitMu serialises CommitHooks: seq and ordinal assignment follow write order.
+//   - cmu is held by every write that changes a counter (CommitHooks, ClaimDue, Complete, Reschedule, Bury,
+//     RecoverInflight, ReplayDeadStep, and PutReplayJob so a steer and a step cannot interleave), from reading
+//     the counters until the batch is written and applied. Counter values are absolute, so two batches touching
+//     one tenant must reach RocksDB in the order their values were computed; holding cmu across the write is
+//     what guarantees it.
+//   - closeMu is held shared by every call that touches a RocksDB handle and exclusively by Close.
+//   - stateMu guards the in-memory counters for readers (Counts, TenantCounts, ActiveTenants, TenantName, the
+//     tenants' seek heads); writers change them holding cmu and stateMu both. Readers never wait for a write.
+//
+// CommitHooks holds cmu through its synced write, so outcomes wait for an in-flight fsync. Releasing it during
+// the fsync would gain nothing: RocksDB writes batch groups one after another, and a non-synced write issued
+// while a synced one is in flight waits for that fsync inside RocksDB anyway (measured here: a one-key
+// non-synced write takes 5.5 µs alone and 192 µs at the median while synced writes of 300 µs run back to back).
+// It would also break invariant 7 unless every outcome of a tenant in the group waited for the commit anyway:
+// an outcome written during the fsync carries counters that miss the commit's rows, and may land after it.
+// Outcome writes are not synced: an outcome lost in a crash leaves its row claimed, and RecoverInflight
+// delivers it again.
 package store

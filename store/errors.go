@@ -21,6 +21,9 @@ var (
 	// ErrWriterStopped answers a record whose batch was queued at the writer but never started because the
 	// writer stopped or restarted; nothing of it was written.
 	ErrWriterStopped = errors.New("store: writer stopped before the record's group started")
+	// ErrNotClaimed answers an outcome (Complete, Reschedule, Bury) for a row that is not claimed: it was
+	// settled already or put back as due by RecoverInflight. Nothing was written; the row is delivered again.
+	ErrNotClaimed = errors.New("store: delivery row is not claimed")
 )
 
 // OpenError is a refusal to open the store at Path. It matches ErrOpenFailed.

@@ -46,6 +46,7 @@ func makeRecord(t testing.TB, tenant string, bodySize int, sinks ...SinkBinding)
 	return &Record{
 		ID:         h.ID,
 		Tenant:     tenant,
+		Source:     h.Source,
 		ReceivedAt: h.ReceivedAt,
 		Size:       uint32(bodySize),
 		Value:      AppendHook(nil, &h),

@@ -9,16 +9,23 @@ import (
 // times are non-negative unix milliseconds, encoded as their uint64 bits.
 //
 //	default CF   m:next_seq → uint64, m:store_id → id, m:format_version → uint32, m:next_ord → uint32,
-//	             t:<tenant> → ord:32
+//	             t:<tenant> → ord:32,
+//	             c:<ord:32> → pending:64 scheduled:64 inflight:64 dead:64 pending_bytes:64 (counters.go),
+//	             m:archive_pending → uint64, l:<ord:32><sink:16><source> → seq:64 until:64 (lanes.go),
+//	             j:<id:128> → replay job (replay.go)
 //	hooks CF     seq:64 → hook value (hook.go)
 //	deliveries   seq:64, sink:16 → delivery row (delivery.go)
-//	index CF     'd', ord:32, at_ms:64, seq:64, sink:16 → size:32   (due: pending and retry)
-//	             'a', seq:64 → size:32                            (archive obligation)
+//	index CF     'd', ord:32, at_ms:64, seq:64, sink:16 → size:32             (due: pending, retry, parked)
+//	             'f', ord:32, seq:64, sink:16 → size:32, due_at:64            (inflight: claimed)
+//	             'x', ord:32, dead_at:64, seq:64, sink:16 → size:32           (dead: the DLQ)
+//	             'a', seq:64 → size:32                                       (archive obligation)
 
 // Index key prefixes (the first byte of every index CF key).
 const (
-	IndexDue     byte = 'd'
-	IndexArchive byte = 'a'
+	IndexDue      byte = 'd'
+	IndexInflight byte = 'f'
+	IndexDead     byte = 'x'
+	IndexArchive  byte = 'a'
 )
 
 // Encoded key lengths.
@@ -26,8 +33,12 @@ const (
 	HookKeyLen     = 8
 	DeliveryKeyLen = 8 + 2
 	DueKeyLen      = 1 + 4 + 8 + 8 + 2
+	InflightKeyLen = 1 + 4 + 8 + 2
+	DeadKeyLen     = DueKeyLen
 	ArchiveKeyLen  = 1 + 8
 	IndexValueLen  = 4
+	// InflightValueLen is the value of an inflight key: the size, then the due time it was claimed at.
+	InflightValueLen = 4 + 8
 )
 
 // Meta keys in the default CF.
@@ -36,11 +47,16 @@ const (
 	metaStoreID       = "m:store_id"
 	metaFormatVersion = "m:format_version"
 	metaNextOrd       = "m:next_ord"
+	metaArchive       = "m:archive_pending"
 	tenantPrefix      = "t:"
+	counterPrefix     = "c:"
+	lanePrefix        = "l:"
+	jobPrefix         = "j:"
 )
 
-// FormatVersion is the on-disk format this package reads and writes.
-const FormatVersion = 1
+// FormatVersion is the on-disk format this package writes. Version 1 (no counters, no inflight or dead keys) is
+// migrated on open; see migrateV1.
+const FormatVersion = 2
 
 // AppendHookKey appends the hooks CF key of seq.
 func AppendHookKey(dst []byte, seq uint64) []byte {
@@ -111,6 +127,83 @@ func ParseDueKey(b []byte) (DueKey, error) {
 	}, nil
 }
 
+// InflightKey is an index CF key saying delivery {Seq, Sink} of tenant Ord is claimed by dispatch.
+type InflightKey struct {
+	Ord  uint32
+	Seq  uint64
+	Sink uint16
+}
+
+// Append appends the index CF key.
+func (k InflightKey) Append(dst []byte) []byte {
+	dst = append(dst, IndexInflight)
+	dst = binary.BigEndian.AppendUint32(dst, k.Ord)
+	dst = binary.BigEndian.AppendUint64(dst, k.Seq)
+	return binary.BigEndian.AppendUint16(dst, k.Sink)
+}
+
+// ParseInflightKey decodes an inflight key.
+func ParseInflightKey(b []byte) (InflightKey, error) {
+	if len(b) != InflightKeyLen || b[0] != IndexInflight {
+		return InflightKey{}, fmt.Errorf("inflight key %x: %w", b, ErrBadKey)
+	}
+	return InflightKey{
+		Ord:  binary.BigEndian.Uint32(b[1:]),
+		Seq:  binary.BigEndian.Uint64(b[5:]),
+		Sink: binary.BigEndian.Uint16(b[13:]),
+	}, nil
+}
+
+// DeadKey is an index CF key saying delivery {Seq, Sink} of tenant Ord was dead-lettered at At (unix ms).
+// Within one tenant the keys sort by time of death.
+type DeadKey struct {
+	Ord  uint32
+	At   int64
+	Seq  uint64
+	Sink uint16
+}
+
+// Append appends the index CF key.
+func (k DeadKey) Append(dst []byte) []byte {
+	dst = AppendDeadPrefix(dst, k.Ord)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(k.At))
+	dst = binary.BigEndian.AppendUint64(dst, k.Seq)
+	return binary.BigEndian.AppendUint16(dst, k.Sink)
+}
+
+// AppendDeadPrefix appends the prefix shared by every dead key of tenant ord.
+func AppendDeadPrefix(dst []byte, ord uint32) []byte {
+	dst = append(dst, IndexDead)
+	return binary.BigEndian.AppendUint32(dst, ord)
+}
+
+// ParseDeadKey decodes a dead key.
+func ParseDeadKey(b []byte) (DeadKey, error) {
+	if len(b) != DeadKeyLen || b[0] != IndexDead {
+		return DeadKey{}, fmt.Errorf("dead key %x: %w", b, ErrBadKey)
+	}
+	return DeadKey{
+		Ord:  binary.BigEndian.Uint32(b[1:]),
+		At:   int64(binary.BigEndian.Uint64(b[5:])),
+		Seq:  binary.BigEndian.Uint64(b[13:]),
+		Sink: binary.BigEndian.Uint16(b[21:]),
+	}, nil
+}
+
+// AppendInflightValue appends the value of an inflight key.
+func AppendInflightValue(dst []byte, size uint32, dueAt int64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, size)
+	return binary.BigEndian.AppendUint64(dst, uint64(dueAt))
+}
+
+// ParseInflightValue decodes the value of an inflight key.
+func ParseInflightValue(b []byte) (size uint32, dueAt int64, err error) {
+	if len(b) != InflightValueLen {
+		return 0, 0, fmt.Errorf("inflight value of %d bytes: %w", len(b), ErrCorruptValue)
+	}
+	return binary.BigEndian.Uint32(b), int64(binary.BigEndian.Uint64(b[4:])), nil
+}
+
 // AppendArchiveKey appends the archive obligation key of seq.
 func AppendArchiveKey(dst []byte, seq uint64) []byte {
 	dst = append(dst, IndexArchive)
@@ -125,13 +218,13 @@ func ParseArchiveKey(b []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(b[1:]), nil
 }
 
-// AppendIndexValue appends the value of a due or archive key: the hook's stored size, so windows bounded by
+// AppendIndexValue appends the value of a due, dead or archive key: the hook's stored size, so windows bounded by
 // bytes can be charged without reading the hook.
 func AppendIndexValue(dst []byte, size uint32) []byte {
 	return binary.BigEndian.AppendUint32(dst, size)
 }
 
-// ParseIndexValue decodes the value of a due or archive key.
+// ParseIndexValue decodes the value of a due, dead or archive key.
 func ParseIndexValue(b []byte) (uint32, error) {
 	if len(b) != IndexValueLen {
 		return 0, fmt.Errorf("index value of %d bytes: %w", len(b), ErrCorruptValue)
@@ -143,4 +236,10 @@ func ParseIndexValue(b []byte) (uint32, error) {
 func appendTenantKey(dst []byte, tenant string) []byte {
 	dst = append(dst, tenantPrefix...)
 	return append(dst, tenant...)
+}
+
+// appendCounterKey appends the default CF key holding tenant ord's counters.
+func appendCounterKey(dst []byte, ord uint32) []byte {
+	dst = append(dst, counterPrefix...)
+	return binary.BigEndian.AppendUint32(dst, ord)
 }

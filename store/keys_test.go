@@ -56,6 +56,27 @@ func TestKeyCodecRoundTripsAndSorts(t *testing.T) {
 	if err != nil || v != 1234 {
 		t.Fatalf("index value: %d, %v", v, err)
 	}
+	fk := InflightKey{Ord: 7, Seq: 1 << 40, Sink: 3}
+	if got, err := ParseInflightKey(fk.Append(nil)); err != nil || got != fk || len(fk.Append(nil)) != InflightKeyLen {
+		t.Fatalf("inflight key %+v: got %+v, %v", fk, got, err)
+	}
+	xk := DeadKey{Ord: 7, At: 1_700_000_000_000, Seq: 9, Sink: 1}
+	if got, err := ParseDeadKey(xk.Append(nil)); err != nil || got != xk ||
+		!bytes.HasPrefix(xk.Append(nil), AppendDeadPrefix(nil, 7)) {
+		t.Fatalf("dead key %+v: got %+v, %v", xk, got, err)
+	}
+	// Dead keys of one tenant sort by time of death.
+	if bytes.Compare(DeadKey{Ord: 1, At: 5, Seq: 9}.Append(nil), DeadKey{Ord: 1, At: 6, Seq: 1}.Append(nil)) >= 0 {
+		t.Fatal("dead keys do not sort by time of death")
+	}
+	size, due, err := ParseInflightValue(AppendInflightValue(nil, 77, 1_700_000_000_001))
+	if err != nil || size != 77 || due != 1_700_000_000_001 {
+		t.Fatalf("inflight value: %d, %d, %v", size, due, err)
+	}
+	lk := LaneKey{Ord: 3, Sink: 2, Source: "github"}
+	if got, err := parseLaneKey(appendLaneKey(nil, lk)); err != nil || got != lk {
+		t.Fatalf("lane key %+v: got %+v, %v", lk, got, err)
+	}
 }
 
 func TestKeyParsersRefuseWrongShapes(t *testing.T) {
@@ -75,12 +96,24 @@ func TestKeyParsersRefuseWrongShapes(t *testing.T) {
 	f("due key with archive prefix", err)
 	_, err = ParseArchiveKey(AppendHookKey(nil, 1))
 	f("hook key as archive key", err)
+	_, err = ParseInflightKey(DueKey{Ord: 1}.Append(nil))
+	f("due key as inflight key", err)
+	_, err = ParseDeadKey(DueKey{Ord: 1}.Append(nil))
+	f("due key as dead key", err)
+	_, err = parseLaneKey([]byte("l:12"))
+	f("short lane key", err)
+	if _, _, err := ParseInflightValue(AppendIndexValue(nil, 1)); !errors.Is(err, ErrCorruptValue) {
+		t.Fatalf("short inflight value: %v", err)
+	}
 }
 
 func FuzzKeyCodec(f *testing.F) {
 	f.Add(DueKey{Ord: 1, At: 2, Seq: 3, Sink: 4}.Append(nil))
 	f.Add(AppendArchiveKey(nil, 9))
 	f.Add(DeliveryKey{Seq: 7, Sink: 1}.Append(nil))
+	f.Add(InflightKey{Ord: 1, Seq: 2, Sink: 3}.Append(nil))
+	f.Add(DeadKey{Ord: 1, At: 2, Seq: 3, Sink: 4}.Append(nil))
+	f.Add(appendLaneKey(nil, LaneKey{Ord: 1, Sink: 2, Source: "s"}))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		// Every parser either refuses the bytes or returns a key that encodes back to exactly them.
@@ -95,6 +128,15 @@ func FuzzKeyCodec(f *testing.F) {
 		}
 		if s, err := ParseHookKey(b); err == nil && !bytes.Equal(AppendHookKey(nil, s), b) {
 			t.Fatalf("hook key %x re-encodes differently", b)
+		}
+		if k, err := ParseInflightKey(b); err == nil && !bytes.Equal(k.Append(nil), b) {
+			t.Fatalf("inflight key %x re-encodes differently", b)
+		}
+		if k, err := ParseDeadKey(b); err == nil && !bytes.Equal(k.Append(nil), b) {
+			t.Fatalf("dead key %x re-encodes differently", b)
+		}
+		if k, err := parseLaneKey(b); err == nil && !bytes.Equal(appendLaneKey(nil, k), b) {
+			t.Fatalf("lane key %x re-encodes differently", b)
 		}
 	})
 }

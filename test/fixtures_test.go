@@ -74,6 +74,7 @@ type node struct {
 const nodeConfig = `instance: %s
 node:
   data_dir: %s
+  roles: [%s]
 http:
   ip: 127.0.0.1
   port: %d
@@ -81,7 +82,10 @@ admin:
   port: %d
 listener:
   drain_delay_ms: 0
-sources:
+%s`
+
+// logSources is the default sources section: one source with a log sink.
+const logSources = `sources:
   sample:
     sinks:
       - type: log
@@ -89,10 +93,22 @@ sources:
 
 // startNode writes a config for dataDir and runs the binary until /ready answers 200.
 func startNode(t testing.TB, name, dataDir string) *node {
+	return startNodeRoles(t, name, dataDir, ingestOnly, logSources)
+}
+
+// ingestOnly runs a node with the edge role alone: what it acks stays in its store.
+const ingestOnly = "edge"
+
+// startNodeWith is startNode with a sources section of the caller's, all roles.
+func startNodeWith(t testing.TB, name, dataDir, sources string) *node {
+	return startNodeRoles(t, name, dataDir, "edge, dispatch, storage", sources)
+}
+
+func startNodeRoles(t testing.TB, name, dataDir, roles, sources string) *node {
 	t.Helper()
 	n := &node{t: t, port: freePort(t), admin: freePort(t), exited: make(chan struct{})}
 	cfgPath := filepath.Join(dataDir, name+".yml")
-	cfg := fmt.Sprintf(nodeConfig, name, dataDir, n.port, n.admin)
+	cfg := fmt.Sprintf(nodeConfig, name, dataDir, roles, n.port, n.admin, sources)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

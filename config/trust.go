@@ -1,0 +1,341 @@
+package config
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The trust keys: what a source does with a request that fails verification, how it recognises a provider's
+// retry (dedupe), which headers it keeps (store_headers), and the limits that keep one sender from spending
+// another's capacity (rate_limits, quarantine, dedupe).
+
+// Policies of sources.<id>.on_verify_failure (inventory C.4).
+const (
+	OnVerifyReject     = "reject"      // 401 verification_failed, nothing stored (the default)
+	OnVerifyQuarantine = "quarantine"  // 202, held in the quarantine pen until a replay job re-verifies it
+	OnVerifyAcceptFlag = "accept_flag" // 201, committed flagged, with no dedupe key
+)
+
+// Modes of sources.<id>.store_headers.mode.
+const (
+	StoreHeadersDrop = "drop" // credential headers are not stored (the default)
+	StoreHeadersHash = "hash" // credential headers are stored as "sha256:<hex of the value>"
+)
+
+// DefaultDedupeTTLSeconds is the dedupe window when a dedupe block sets no ttl_seconds: 72 h (inventory C.5).
+const DefaultDedupeTTLSeconds = 259_200
+
+var (
+	verifyFailurePolicies = []string{OnVerifyReject, OnVerifyQuarantine, OnVerifyAcceptFlag}
+	storeHeaderModes      = []string{StoreHeadersDrop, StoreHeadersHash}
+	// dedupePresets are the providers whose event key the edge knows (inventory C.5).
+	dedupePresets = []string{"github", "standard_webhooks", "svix", "shopify", "stripe"}
+)
+
+// DedupeSpec is sources.<id>.dedupe: a preset name (`dedupe: github`) or a mapping
+// `{preset | header | json, ttl_seconds}` naming exactly one place the provider's event key is read from.
+type DedupeSpec struct {
+	Preset     string `yaml:"preset"`      // github|standard_webhooks|svix|shopify|stripe
+	Header     string `yaml:"header"`      // a request header holding the key (matched case-insensitively)
+	JSON       string `yaml:"json"`        // a dotted path of object keys into a JSON body ("data.id")
+	TTLSeconds int    `yaml:"ttl_seconds"` // default 259_200 (72 h); > 0
+}
+
+// decodeNode reads both shapes. A written block starts from the default TTL, so `dedupe: github` and a
+// mapping without ttl_seconds both get 72 h.
+func (d *DedupeSpec) decodeNode(w *walker, n *yaml.Node, path string, depth int) {
+	*d = DedupeSpec{TTLSeconds: DefaultDedupeTTLSeconds}
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		d.Preset = n.Value
+	case n.Kind == yaml.MappingNode:
+		w.decodeStruct(n, reflect.ValueOf(d).Elem(), path, true, depth)
+	default:
+		w.typeErr(path, "a preset name or a mapping", n, true)
+	}
+}
+
+// UnmarshalYAML decodes a dedupe block outside a configuration file (a source posted to the admin API)
+// with the same strict rules as the file: it returns an *Error whose paths are relative to the block.
+func (d *DedupeSpec) UnmarshalYAML(n *yaml.Node) error {
+	var ps problems
+	newWalker(&ps).decode(n, reflect.ValueOf(d).Elem(), "", true, 0)
+	return ps.asError()
+}
+
+// StoreHeaders is sources.<id>.store_headers: what happens to credential headers before a hook is stored.
+// The credential headers are authorization, proxy-authorization, cookie, set-cookie, x-api-key and
+// x-auth-token, plus Extra; a token verifier's header is dropped whatever the mode.
+type StoreHeaders struct {
+	Mode  string   `yaml:"mode"`  // drop (default) | hash
+	Extra []string `yaml:"extra"` // more header names treated as credentials (any case); default none
+}
+
+// Rate is a token bucket: Rate units per second (fractions allowed) refilling a bucket of Burst units.
+// Both are required when the block is written.
+type Rate struct {
+	Rate  float64 `yaml:"rate"`  // > 0
+	Burst float64 `yaml:"burst"` // >= 1
+}
+
+// RateLimits is the rate_limits section. The original publishes only rate_limits.default and
+// rate_limits.tenants.<t>.{rate, burst}; it does not publish the key names of the byte, per-client-address,
+// per-node and per-source limits nor of the tenant's body cap and batcher share, so bytes_rate, bytes_burst,
+// max_body_bytes, max_queue, max_queue_bytes, ip, node and source_bytes are this implementation's names.
+type RateLimits struct {
+	// Default is every tenant's ingest limit in hooks/s, charged after verification (429 rate_limited);
+	// default null = unlimited.
+	Default *Rate `yaml:"default"`
+	// Tenants are per-tenant entries; a tenant without one gets Default. Default {}.
+	Tenants map[string]TenantLimits `yaml:"tenants"`
+	// IP limits requests per client address before the body is read (429 ip_rate_limited); default null.
+	IP *Rate `yaml:"ip"`
+	// Node limits requests on this node before the body is read (429 node_rate_limited); default null.
+	Node *Rate `yaml:"node"`
+	// SourceBytes limits body bytes/s per source before the body is read, charged by Content-Length
+	// (429 source_rate_limited); default null. Its burst must hold one http.max_body_bytes body.
+	SourceBytes *Rate `yaml:"source_bytes"`
+}
+
+// TenantLimits is rate_limits.tenants.<t>. Every field is optional; 0 means "not set".
+type TenantLimits struct {
+	Rate  float64 `yaml:"rate"`  // hooks/s; with burst, replaces rate_limits.default for this tenant
+	Burst float64 `yaml:"burst"` // hooks
+	// BytesRate and BytesBurst limit the tenant's body bytes/s, charged after verification (429 rate_limited).
+	BytesRate  float64 `yaml:"bytes_rate"`
+	BytesBurst float64 `yaml:"bytes_burst"` // >= the tenant's effective max body bytes
+	// MaxBodyBytes caps the tenant's bodies below http.max_body_bytes (413); 0 = http.max_body_bytes.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxQueue and MaxQueueBytes are the tenant's share of the batchers: records and body bytes of this
+	// tenant buffered or in flight on the node; past it 429 tenant_overload. 0 = no share.
+	MaxQueue      int   `yaml:"max_queue"`
+	MaxQueueBytes int64 `yaml:"max_queue_bytes"`
+}
+
+// HookLimit returns tenant t's hooks/s limit: its entry's rate when set, else rate_limits.default.
+// ok is false when the tenant is unlimited.
+func (r *RateLimits) HookLimit(tenant string) (lim Rate, ok bool) {
+	if t, found := r.Tenants[tenant]; found && t.Rate > 0 {
+		return Rate{Rate: t.Rate, Burst: t.Burst}, true
+	}
+	if r.Default != nil {
+		return *r.Default, true
+	}
+	return Rate{}, false
+}
+
+// ByteLimit returns tenant t's body bytes/s limit; ok is false when it has none.
+func (r *RateLimits) ByteLimit(tenant string) (lim Rate, ok bool) {
+	if t, found := r.Tenants[tenant]; found && t.BytesRate > 0 {
+		return Rate{Rate: t.BytesRate, Burst: t.BytesBurst}, true
+	}
+	return Rate{}, false
+}
+
+// Quarantine is the quarantine section: the pen that holds hooks failing verification on a source whose
+// on_verify_failure is quarantine (and the bucket accept_flag hooks spend).
+type Quarantine struct {
+	Burst    float64 `yaml:"burst"`     // default 100 hooks per source bucket; >= 1
+	Rate     float64 `yaml:"rate"`      // default 20 hooks/s per source; > 0 (past it 429 quarantine_rate_limited)
+	MaxBytes int64   `yaml:"max_bytes"` // default 1 GiB held in the pen; > 0 (past it 503 quarantine_full)
+	// MaxPending bounds the writes waiting for the pen's disk write (503 overload past it). The original
+	// fixes it at 1 000 without a key; max_pending is this implementation's name.
+	MaxPending int `yaml:"max_pending"`
+}
+
+// Dedupe is the dedupe section: bounds of the dedupe index. The original does not publish defaults; these
+// allow a busy node three days of keys at ~40 hooks/s per tenant, and a key costs ~150 bytes on disk.
+type Dedupe struct {
+	MaxEntries          int64 `yaml:"max_entries"`            // default 10_000_000 live keys on the node; > 0
+	MaxEntriesPerTenant int64 `yaml:"max_entries_per_tenant"` // default 1_000_000; 1..max_entries
+}
+
+// validateTrust checks the top-level trust sections.
+func (c *Config) validateTrust(ps *problems) {
+	r := c.RateLimits
+	if r.Default != nil {
+		checkRate(ps, "rate_limits.default", *r.Default)
+	}
+	if r.IP != nil {
+		checkRate(ps, "rate_limits.ip", *r.IP)
+	}
+	if r.Node != nil {
+		checkRate(ps, "rate_limits.node", *r.Node)
+	}
+	if r.SourceBytes != nil {
+		checkRate(ps, "rate_limits.source_bytes", *r.SourceBytes)
+		if b := r.SourceBytes.Burst; b >= 1 && b < float64(c.HTTP.MaxBodyBytes) {
+			ps.mustBe("rate_limits.source_bytes.burst", ">= http.max_body_bytes (a largest body must fit the bucket)", b)
+		}
+	}
+	for t, l := range r.Tenants {
+		p := join("rate_limits.tenants", t)
+		if !validID(t) {
+			ps.add(p, "tenant id must match [A-Za-z0-9_-]{1,64}")
+		}
+		checkOptionalRate(ps, p, "rate", "burst", l.Rate, l.Burst)
+		checkOptionalRate(ps, p, "bytes_rate", "bytes_burst", l.BytesRate, l.BytesBurst)
+		nonNegative(ps, join(p, "max_body_bytes"), l.MaxBodyBytes)
+		if l.MaxBodyBytes > c.HTTP.MaxBodyBytes {
+			ps.mustBe(join(p, "max_body_bytes"), "<= http.max_body_bytes", l.MaxBodyBytes)
+		}
+		maxBody := c.HTTP.MaxBodyBytes
+		if l.MaxBodyBytes > 0 {
+			maxBody = l.MaxBodyBytes
+		}
+		if l.BytesRate > 0 && l.BytesBurst >= 1 && l.BytesBurst < float64(maxBody) {
+			ps.mustBe(join(p, "bytes_burst"), ">= the tenant's max body bytes (a largest body must fit the bucket)", l.BytesBurst)
+		}
+		nonNegative(ps, join(p, "max_queue"), l.MaxQueue)
+		nonNegative(ps, join(p, "max_queue_bytes"), l.MaxQueueBytes)
+	}
+
+	q := c.Quarantine
+	if !(q.Burst >= 1) || math.IsInf(q.Burst, 0) {
+		ps.mustBe("quarantine.burst", ">= 1", q.Burst)
+	}
+	if !(q.Rate > 0) || math.IsInf(q.Rate, 0) {
+		ps.mustBe("quarantine.rate", "> 0", q.Rate)
+	}
+	positive(ps, "quarantine.max_bytes", q.MaxBytes)
+	positive(ps, "quarantine.max_pending", q.MaxPending)
+
+	d := c.Dedupe
+	positive(ps, "dedupe.max_entries", d.MaxEntries)
+	positive(ps, "dedupe.max_entries_per_tenant", d.MaxEntriesPerTenant)
+	if d.MaxEntriesPerTenant > d.MaxEntries && d.MaxEntries > 0 {
+		ps.mustBe("dedupe.max_entries_per_tenant", "<= dedupe.max_entries", d.MaxEntriesPerTenant)
+	}
+}
+
+// checkRate checks a written {rate, burst} block: both required, finite, rate > 0, burst >= 1.
+func checkRate(ps *problems, p string, r Rate) {
+	checkPair(ps, join(p, "rate"), join(p, "burst"), r.Rate, r.Burst, "required when "+p+" is set")
+}
+
+// checkOptionalRate checks a pair of a tenant entry: both unset, or both set and in range.
+func checkOptionalRate(ps *problems, p, rateKey, burstKey string, rate, burst float64) {
+	if rate == 0 && burst == 0 {
+		return
+	}
+	checkPair(ps, join(p, rateKey), join(p, burstKey), rate, burst, "required with "+rateKey+" and "+burstKey)
+}
+
+func checkPair(ps *problems, ratePath, burstPath string, rate, burst float64, missing string) {
+	switch {
+	case rate == 0:
+		ps.add(ratePath, "%s", missing)
+	case !(rate > 0) || math.IsInf(rate, 0):
+		ps.mustBe(ratePath, "a finite number > 0", rate)
+	}
+	switch {
+	case burst == 0:
+		ps.add(burstPath, "%s", missing)
+	case !(burst >= 1) || math.IsInf(burst, 0):
+		ps.mustBe(burstPath, "a finite number >= 1", burst)
+	}
+}
+
+// validateSourceTrust checks a source's verify, on_verify_failure, dedupe and store_headers keys. An empty
+// on_verify_failure or store_headers.mode (a Source built in code) means the default.
+func validateSourceTrust(ps *problems, p string, s Source) {
+	vp := join(p, "verify")
+	for _, pr := range s.Verify.Validate() {
+		// verify's messages never hold a secret's value.
+		ps.add(subPath(vp, pr.Field), "%s", pr.Msg)
+	}
+	if s.OnVerifyFailure != "" && !slices.Contains(verifyFailurePolicies, s.OnVerifyFailure) {
+		ps.oneOf(join(p, "on_verify_failure"), verifyFailurePolicies, s.OnVerifyFailure)
+	}
+	if s.Dedupe != nil {
+		validateDedupe(ps, join(p, "dedupe"), *s.Dedupe)
+	}
+	hp := join(p, "store_headers")
+	if m := s.StoreHeaders.Mode; m != "" && !slices.Contains(storeHeaderModes, m) {
+		ps.oneOf(join(hp, "mode"), storeHeaderModes, m)
+	}
+	for i, h := range s.StoreHeaders.Extra {
+		if !validHeaderName(h) {
+			ps.mustBe(index(join(hp, "extra"), i), "a header name (RFC 9110 token characters)", quote(h))
+		}
+	}
+}
+
+func validateDedupe(ps *problems, p string, d DedupeSpec) {
+	set := 0
+	for _, v := range []string{d.Preset, d.Header, d.JSON} {
+		if v != "" {
+			set++
+		}
+	}
+	if set != 1 {
+		ps.add(p, "must name exactly one of preset, header or json")
+	}
+	if d.Preset != "" && !slices.Contains(dedupePresets, d.Preset) {
+		ps.oneOf(join(p, "preset"), dedupePresets, d.Preset)
+	}
+	if d.Header != "" && !validHeaderName(d.Header) {
+		ps.mustBe(join(p, "header"), "a header name (RFC 9110 token characters)", quote(d.Header))
+	}
+	if d.JSON != "" && slices.Contains(strings.Split(d.JSON, "."), "") {
+		ps.mustBe(join(p, "json"), `dot-separated non-empty object keys ("data.id")`, quote(d.JSON))
+	}
+	positive(ps, join(p, "ttl_seconds"), d.TTLSeconds)
+}
+
+// validHeaderName reports whether s is an HTTP field name: one or more RFC 9110 token characters.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+// subPath appends a relative key path ("secret[1]", "ttl_seconds", "") to path.
+func subPath(path, rel string) string {
+	switch {
+	case rel == "":
+		return path
+	case strings.HasPrefix(rel, "["):
+		return path + rel
+	}
+	return join(path, rel)
+}
+
+// TrustWarnings lists, as boot warnings, the shared sources that take their tenant from a URL anyone can
+// choose: under http.routing tenant_path, a source of tenant default with no verifier and no
+// trust_url_tenant.
+func (c *Config) TrustWarnings() []string {
+	if c.HTTP.Routing != "tenant_path" {
+		return nil
+	}
+	var w []string
+	for _, id := range sortedKeys(c.Sources) {
+		s := c.Sources[id]
+		if s.Tenant == defaultTenant && (s.Verify.Type == "" || s.Verify.Type == "none") && !s.TrustURLTenant {
+			// Inventory A.2 [R]: such a source "must set trust_url_tenant: true". It is a warning here, not a
+			// refusal, until the edge consults trust_url_tenant when it takes a tenant from the URL.
+			w = append(w, "sources."+id+": a shared (tenant default) source with no verifier under http.routing tenant_path writes into whichever tenant the URL names; set trust_url_tenant: true to accept that, or give it a verifier")
+		}
+	}
+	return w
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

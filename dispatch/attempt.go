@@ -1,0 +1,115 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry"
+)
+
+// attempt runs one delivery of c through r and settles the row in the store: completed,
+// rescheduled (a retry is a row due later, holding no slot) or buried. It never panics
+// on a sink's behalf: a raising sink is a transient failure.
+func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
+	db := d.db()
+	if db == nil {
+		return outcome{result: telemetry.ResultError, class: classLost, reason: "store closed"}
+	}
+	hook, err := db.GetHook(c.Seq)
+	if err != nil {
+		// A row whose hook cannot be read is dead-lettered with the reason, never dropped.
+		return d.settle(db, &c, r, outcome{result: telemetry.ResultDLQ, class: classPermanent, attempts: c.Row.Attempts,
+			reason: "hook unreadable: " + err.Error()}, 0)
+	}
+	env := sinks.Envelope{
+		ID: hook.ID, Source: hook.Source, Tenant: hook.Tenant, ReceivedAt: hook.ReceivedAt, ContentType: hook.ContentType,
+		Body: hook.Body, DedupeKey: hook.DedupeKey, ReplayID: c.Row.ReplayID, Flagged: hook.Flagged,
+		Attempt: int(c.Row.Attempts) + 1,
+	}
+	env.IDText = env.Text()
+	if len(hook.Headers) > 0 {
+		hs := make([]sinks.Header, len(hook.Headers))
+		for i, h := range hook.Headers {
+			hs[i] = sinks.Header{Name: h.Name, Value: h.Value}
+		}
+		env.Headers = sinks.ForwardedHeaders(hs, r.forward)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), d.set.AttemptTimeout)
+	start := d.now()
+	err = sinks.SafeDeliver(ctx, r.sink, &env)
+	timedOut := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	cancel()
+	took := d.now().Sub(start)
+	attempts := c.Row.Attempts + 1
+
+	var o outcome
+	switch {
+	case err == nil:
+		o = outcome{result: telemetry.ResultOK, class: classOK, attempts: attempts}
+	default:
+		class, retryAfter := sinks.Classify(err)
+		reason := fmt.Sprintf("{sink, %s, %s}", r.typ, err.Error())
+		if timedOut {
+			reason = fmt.Sprintf("{sink, %s, {attempt_timeout, %d}}", r.typ, d.set.AttemptTimeout.Milliseconds())
+		}
+		if class == sinks.PermanentClass {
+			o = outcome{result: telemetry.ResultDLQ, class: classPermanent, attempts: attempts, reason: reason}
+			break
+		}
+		delay, ok := r.policy.NextAttempt(int(attempts), retryAfter, d.uniform())
+		if !ok {
+			o = outcome{result: telemetry.ResultDLQ, class: classTransient, attempts: attempts,
+				reason: fmt.Sprintf("gave up after %d attempts: %s", attempts, reason)}
+			break
+		}
+		o = outcome{result: telemetry.ResultRetry, class: classTransient, attempts: attempts,
+			next: d.now().Add(delay).UnixMilli(), reason: reason}
+		if timedOut {
+			d.tel.Attempt(r.typ, telemetry.ResultTimeout, took, false, 0, false)
+			return d.settle(db, &c, r, o, -1)
+		}
+	}
+	return d.settle(db, &c, r, o, took)
+}
+
+// settle writes the outcome to the store and records it. took < 0 means the attempt was
+// already recorded (a timeout).
+func (d *Dispatcher) settle(db Store, c *store.Claimed, r route, o outcome, took time.Duration) outcome {
+	now := d.now()
+	var err error
+	switch {
+	case o.result == telemetry.ResultOK:
+		err = db.Complete(c)
+	case o.result == telemetry.ResultDLQ:
+		err = db.Bury(c, o.attempts, o.reason, now.UnixMilli())
+	default:
+		err = db.Reschedule(c, o.attempts, o.next, o.reason)
+	}
+	if err != nil {
+		// The row stays claimed: the next start puts it back as due (at-least-once).
+		d.log.Error().Err(err).Uint64("seq", c.Seq).Msg("cannot record delivery outcome")
+		return outcome{result: telemetry.ResultError, class: classLost, attempts: o.attempts, reason: err.Error()}
+	}
+	if took >= 0 {
+		settled := o.result == telemetry.ResultOK || o.result == telemetry.ResultDLQ
+		age := now.Sub(time.UnixMilli(receivedAt(c)))
+		d.tel.Attempt(r.typ, o.result, took, settled, age, c.Row.ReplayID != "")
+	}
+	if o.result == telemetry.ResultDLQ {
+		d.tel.DeadLettered(c.Row.Source, r.typ, o.reason)
+	}
+	return o
+}
+
+// receivedAt is when the hook arrived, as far as the row knows: its first due time.
+func receivedAt(c *store.Claimed) int64 {
+	if c.Row.ReceivedAt != 0 {
+		return c.Row.ReceivedAt
+	}
+	return c.Row.DueAt
+}

@@ -1,0 +1,202 @@
+package dispatch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry"
+)
+
+// Store is what dispatch needs of the store; *store.DB implements it.
+type Store interface {
+	Notify() <-chan struct{}
+	TenantName(ord uint32) (string, bool)
+	ActiveTenants(dst []uint32) []uint32
+	Counts() store.Counts
+	NextDue(ord uint32) (int64, bool, error)
+	OldestDue() (int64, bool, error)
+	ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []store.Claimed) ([]store.Claimed, error)
+	GetHook(seq uint64) (store.Hook, error)
+	Complete(c *store.Claimed) error
+	Reschedule(c *store.Claimed, attempts uint32, at int64, lastErr string) error
+	Bury(c *store.Claimed, attempts uint32, reason string, at int64) error
+	RecoverInflight() (int, error)
+	LaneBlocks() (map[store.LaneKey]store.LaneBlock, error)
+	SetLaneBlock(k store.LaneKey, b store.LaneBlock) error
+	ClearLaneBlock(k store.LaneKey) error
+	PutReplayJob(j *store.ReplayJob) error
+	ReplayJobs() ([]store.ReplayJob, error)
+	ReplayDeadStep(j *store.ReplayJob, limit int, now int64) (int, error)
+}
+
+// Settings are dispatch's knobs, read from the config once.
+type Settings struct {
+	Instance         string
+	Batch            int
+	Concurrency      int
+	MaxInflight      int
+	MaxInflightBytes int64
+	AttemptTimeout   time.Duration
+	SinkConcurrency  int
+	BreakerFailures  int
+	BreakerOpen      time.Duration
+	BreakerMaxOpen   time.Duration
+	IdleLane         time.Duration
+	Tenants          map[string]config.TenantWindow
+}
+
+// SettingsFrom reads dispatch's settings from cfg.
+func SettingsFrom(cfg *config.Config) Settings {
+	d := cfg.Dispatch
+	ms := func(v int) time.Duration { return time.Duration(v) * time.Millisecond }
+	return Settings{
+		Instance: cfg.Instance, Batch: d.Batch, Concurrency: d.Concurrency, MaxInflight: d.MaxInflight,
+		MaxInflightBytes: d.MaxInflightBytes, AttemptTimeout: ms(d.AttemptTimeoutMS), SinkConcurrency: d.SinkConcurrency,
+		BreakerFailures: d.BreakerFailures, BreakerOpen: ms(d.BreakerOpenMS), BreakerMaxOpen: ms(d.BreakerMaxOpenMS),
+		IdleLane: ms(d.IdleLaneMS), Tenants: d.Tenants,
+	}
+}
+
+// route is what dispatch knows of one configured sink of one source.
+type route struct {
+	sink    sinks.Sink
+	typ     string
+	ordered bool
+	forward []string
+	policy  RetryPolicy
+}
+
+// Dispatcher is one instance's delivery state shared by the scheduler, its lanes and
+// the replayer. Everything here is instance-scoped.
+type Dispatcher struct {
+	set    Settings
+	db     func() Store
+	tel    *telemetry.Telemetry
+	log    zerolog.Logger
+	now    func() time.Time
+	routes map[string][]route // source id → its sinks, by index
+
+	mu   sync.Mutex // guards rand (used from lane goroutines)
+	rand *rand.Rand
+
+	attempts tracker       // running attempts; a stopping scheduler waits for them
+	laneSeq  atomic.Uint64 // lane actor names
+}
+
+// tracker counts running attempts. Unlike a WaitGroup it can be closed: once the
+// scheduler stops, a lane starts no new attempt (its row stays claimed and is due again
+// at the next start), so waiting for the running ones is race-free.
+type tracker struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	n      int
+	closed bool
+}
+
+// start registers an attempt; false when the scheduler is stopping.
+func (t *tracker) start() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return false
+	}
+	t.n++
+	return true
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	t.n--
+	if t.n == 0 && t.cond != nil {
+		t.cond.Broadcast()
+	}
+	t.mu.Unlock()
+}
+
+// closeAndWait refuses new attempts and waits for the running ones.
+func (t *tracker) closeAndWait() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	if t.cond == nil {
+		t.cond = sync.NewCond(&t.mu)
+	}
+	for t.n > 0 {
+		t.cond.Wait()
+	}
+}
+
+// reopen lets a restarted scheduler's lanes start attempts again.
+func (t *tracker) reopen() {
+	t.mu.Lock()
+	t.closed = false
+	t.mu.Unlock()
+}
+
+// New builds the sinks of every configured source (a sink that cannot be built fails
+// here, at boot) and returns the dispatcher. db returns the open store.
+func New(cfg *config.Config, db func() Store, reg *sinks.Registry, tel *telemetry.Telemetry) (*Dispatcher, error) {
+	d := &Dispatcher{
+		set: SettingsFrom(cfg), db: db, tel: tel, log: tel.Log.With().Str("component", "dispatch").Logger(),
+		now: time.Now, routes: map[string][]route{}, rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+	}
+	deps := sinks.Deps{Instance: cfg.Instance, Log: tel.Log}
+	for id, src := range cfg.Sources {
+		policy := PolicyFrom(cfg.RetryOf(id))
+		for i, spec := range src.Sinks {
+			s, err := reg.New(spec, deps)
+			if err != nil {
+				d.Close()
+				return nil, fmt.Errorf("dispatch: source %s sink %d: %w", id, i, err)
+			}
+			d.routes[id] = append(d.routes[id], route{sink: s, typ: spec.Type, ordered: spec.Ordered, forward: src.ForwardHeaders, policy: policy})
+		}
+	}
+	return d, nil
+}
+
+// Close closes every sink.
+func (d *Dispatcher) Close() {
+	for _, rs := range d.routes {
+		for _, r := range rs {
+			_ = r.sink.Close()
+		}
+	}
+}
+
+// uniform draws from [0, 1) for retry jitter.
+func (d *Dispatcher) uniform() float64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.rand.Float64()
+}
+
+// route finds the sink a row was bound to; false when the source or the sink is gone.
+func (d *Dispatcher) route(source string, index uint16) (route, bool) {
+	rs, ok := d.routes[source]
+	if !ok || int(index) >= len(rs) {
+		return route{}, false
+	}
+	return rs[index], true
+}
+
+// Names under the instance's dispatch subtree.
+const (
+	SubtreeName   = "dispatch"
+	SchedulerName = "scheduler"
+	ReplayerName  = "replayer"
+)
+
+// SchedulerPID is the scheduler's id under the dispatch subtree of instance.
+func SchedulerPID(system *actor.ActorSystem, instance string) *actor.PID {
+	return actor.NewPID(system.Address(), instance+"/"+SubtreeName+"/"+SchedulerName)
+}

@@ -1,0 +1,36 @@
+package dispatch
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// laneActor runs the attempts of one sink key. It holds no delivery state: the
+// scheduler decides what runs and how many at once, the store holds the rows, so a
+// lane can be stopped when idle and spawned again on demand.
+type laneActor struct {
+	d         *Dispatcher
+	key       sinkKey
+	scheduler *actor.PID
+}
+
+func newLaneProps(d *Dispatcher, key sinkKey, scheduler *actor.PID) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &laneActor{d: d, key: key, scheduler: scheduler} })
+}
+
+func (l *laneActor) Receive(ctx actor.Context) {
+	m, ok := ctx.Message().(*runAttempt)
+	if !ok {
+		return
+	}
+	// The attempt is blocking I/O: it runs in a task tracked by the dispatcher, whose
+	// result comes back to the scheduler as a message.
+	root, key, scheduler := ctx.ActorSystem().Root, l.key, l.scheduler
+	if !l.d.attempts.start() {
+		return // stopping: the row stays claimed and is due again at the next start
+	}
+	go func() {
+		defer l.d.attempts.done()
+		o := l.d.attempt(m.c, m.route)
+		root.Send(scheduler, &attemptDone{key: key, c: m.c, outcome: o})
+	}()
+}

@@ -1,0 +1,586 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"fmt"
+	"slices"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// Claimed is one delivery row claimed by dispatch: its inflight key is in the index CF until an outcome
+// (Complete, Reschedule, Bury) settles it or RecoverInflight makes it due again.
+type Claimed struct {
+	Seq   uint64
+	Sink  uint16
+	Ord   uint32
+	Size  uint32
+	DueAt int64       // the due time it was claimed at
+	Row   DeliveryRow // the delivery row as it was when claimed
+}
+
+func (c *Claimed) inflightKey(dst []byte) []byte {
+	return InflightKey{Ord: c.Ord, Seq: c.Seq, Sink: c.Sink}.Append(dst)
+}
+
+// undecodableReason is the dead reason of a row whose delivery row cannot be decoded (inventory, GET /v1/dlq).
+const undecodableReason = "undecodable delivery row"
+
+// ClaimDue moves up to max rows of tenant ord due at or before now (and, when maxBytes > 0, while the claimed
+// sizes stay within maxBytes; always at least one row) from due to inflight in one non-synced batch, and
+// appends them to dst with their decoded rows, in due-key order. It costs one seek, one read per row and one
+// write, whatever the backlog: the seek starts at the tenant's head, past the tombstones of earlier claims.
+//
+// A due key whose delivery row is missing is deleted and skipped; one whose row cannot be decoded is moved to
+// the dead index (reason "undecodable delivery row"), so damage never stalls the tenant.
+func (db *DB) ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []Claimed) ([]Claimed, error) {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return dst, ErrClosed
+	}
+	if max <= 0 || now < 0 {
+		return dst, nil
+	}
+	db.ed.reset()
+	wb := db.owb
+	wb.Clear()
+	index := db.cfs[cfIndex]
+
+	// Keys of ord due at or before now: [head, 'd' ord now+1).
+	db.wroUpper = binary.BigEndian.AppendUint64(AppendDuePrefix(db.wroUpper[:0], ord), uint64(now)+1)
+	db.wro.SetIterateUpperBound(db.wroUpper)
+	it := db.rdb.NewIteratorCF(db.wro, index)
+	defer it.Close()
+	if head := db.qs.tenants[ord]; head != nil && head.head != nil {
+		it.Seek(head.head)
+	} else {
+		it.Seek(AppendDuePrefix(db.okey[:0], ord))
+	}
+
+	start := len(dst)
+	var claimedBytes int64
+	visited := false
+	e := db.editLocked(ord)
+	for ; it.Valid() && len(dst)-start < max; it.Next() {
+		k := it.Key().Data()
+		dk, err := ParseDueKey(k)
+		if err == nil && dk.Ord != ord {
+			err = fmt.Errorf("due key %x outside tenant %d's range: %w", k, ord, ErrBadKey)
+		}
+		if err != nil {
+			return dst[:start], fmt.Errorf("cannot claim for tenant %d: %w", ord, err)
+		}
+		size, err := ParseIndexValue(it.Value().Data())
+		if err != nil {
+			return dst[:start], fmt.Errorf("due key %+v: %w", dk, err)
+		}
+		if maxBytes > 0 && len(dst) > start && claimedBytes+int64(size) > maxBytes {
+			break
+		}
+		db.lastKey = append(db.lastKey[:0], k...)
+		visited = true
+		wb.DeleteCF(index, k)
+		row, found, err := db.readRow(DeliveryKey{Seq: dk.Seq, Sink: dk.Sink})
+		switch {
+		case !found:
+			e.dropWaiting(size)
+			db.log.Warn().Uint64("seq", dk.Seq).Uint16("sink", dk.Sink).Msg("due key without a delivery row: deleted")
+			continue
+		case err != nil:
+			e.dropWaiting(size)
+			e.counts.dead++
+			db.okey = DeadKey{Ord: ord, At: now, Seq: dk.Seq, Sink: dk.Sink}.Append(db.okey[:0])
+			wb.PutCF(index, db.okey, it.Value().Data())
+			db.log.Error().Err(err).Uint64("seq", dk.Seq).Uint16("sink", dk.Sink).Msg("undecodable delivery row: dead-lettered")
+			continue
+		}
+		db.okey = InflightKey{Ord: ord, Seq: dk.Seq, Sink: dk.Sink}.Append(db.okey[:0])
+		db.oval = AppendInflightValue(db.oval[:0], size, dk.At)
+		wb.PutCF(index, db.okey, db.oval)
+		if row.State == StateScheduled {
+			e.counts.scheduled--
+		} else {
+			e.counts.pending--
+		}
+		e.counts.pendingBytes -= int64(size)
+		e.counts.inflight++
+		claimedBytes += int64(size)
+		dst = append(dst, Claimed{Seq: dk.Seq, Sink: dk.Sink, Ord: ord, Size: size, DueAt: dk.At, Row: row})
+	}
+	if err := it.Err(); err != nil {
+		return dst[:start], fmt.Errorf("cannot scan the due rows of tenant %d: %w", ord, err)
+	}
+	if !visited {
+		return dst, nil
+	}
+	db.putCountersLocked(wb)
+	if err := db.rdb.Write(db.woAsync, wb); err != nil {
+		return dst[:start], &WriteError{Class: classify(err), Err: err}
+	}
+	db.applyEditsLocked(nil)
+	db.stateMu.Lock()
+	ts := db.qs.tenant(ord)
+	// Seek just past the last key this claim deleted: a zero byte after it sorts before any longer-lived key.
+	ts.head = append(append(ts.head[:0], db.lastKey...), 0)
+	db.stateMu.Unlock()
+	return dst, nil
+}
+
+// Complete records that the sink confirmed c: the delivery row and its inflight key are deleted, and the hook
+// too when it has no other delivery row (pending, claimed or dead) and no archive obligation. One non-synced
+// batch; ErrNotClaimed if c is not claimed.
+func (db *DB) Complete(c *Claimed) error {
+	return db.settle(c, func(wb *grocksdb.WriteBatch, e *tenantEdit) error {
+		db.okey = DeliveryKey{Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
+		wb.DeleteCF(db.cfs[cfDeliveries], db.okey)
+		// Outcomes are serialised under cmu, so two sinks of one hook completing at once see each other's
+		// deletion: exactly the last one deletes the hook.
+		other, err := db.otherDeliveryLocked(c.Seq, c.Sink)
+		if err != nil {
+			return err
+		}
+		if !other {
+			archived, err := db.existsCF(cfIndex, AppendArchiveKey(db.okey[:0], c.Seq))
+			if err != nil {
+				return err
+			}
+			if !archived {
+				wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(db.okey[:0], c.Seq))
+			}
+		}
+		return nil
+	})
+}
+
+// Reschedule puts c back as due at `at` with attempts and lastErr recorded: a retry, or a parked row (attempts
+// unchanged). It counts as scheduled from then on, and wakes Notify. ErrNotClaimed if c is not claimed.
+func (db *DB) Reschedule(c *Claimed, attempts uint32, at int64, lastErr string) error {
+	err := db.settle(c, func(wb *grocksdb.WriteBatch, e *tenantEdit) error {
+		row := c.Row
+		row.State, row.Attempts, row.DueAt, row.LastError = StateScheduled, attempts, at, lastErr
+		db.putRow(wb, c.Seq, c.Sink, &row)
+		db.okey = DueKey{Ord: c.Ord, At: at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
+		db.oval = AppendIndexValue(db.oval[:0], c.Size)
+		wb.PutCF(db.cfs[cfIndex], db.okey, db.oval)
+		e.dueWritten(db.okey)
+		e.counts.scheduled++
+		e.counts.pendingBytes += int64(c.Size)
+		return nil
+	})
+	if err == nil {
+		db.wake()
+	}
+	return err
+}
+
+// Bury dead-letters c: its row becomes dead with reason and DeadAt = at, its inflight key becomes a dead key,
+// and the hook is kept (inventory F.4). ErrNotClaimed if c is not claimed.
+func (db *DB) Bury(c *Claimed, attempts uint32, reason string, at int64) error {
+	return db.settle(c, func(wb *grocksdb.WriteBatch, e *tenantEdit) error {
+		row := c.Row
+		row.State, row.Attempts, row.DeadReason, row.DeadAt = StateDead, attempts, reason, at
+		db.putRow(wb, c.Seq, c.Sink, &row)
+		db.okey = DeadKey{Ord: c.Ord, At: at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
+		db.oval = AppendIndexValue(db.oval[:0], c.Size)
+		wb.PutCF(db.cfs[cfIndex], db.okey, db.oval)
+		e.counts.dead++
+		return nil
+	})
+}
+
+// settle is the frame of every outcome: under cmu, check c is still claimed, delete its inflight key, let fill
+// add the rest, and write the batch with the tenant's new counters (non-synced: an outcome lost in a crash
+// leaves the row claimed, and RecoverInflight delivers it again).
+func (db *DB) settle(c *Claimed, fill func(wb *grocksdb.WriteBatch, e *tenantEdit) error) error {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	db.ed.reset()
+	wb := db.owb
+	wb.Clear()
+	fk := c.inflightKey(nil)
+	claimed, err := db.existsCF(cfIndex, fk)
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		return fmt.Errorf("delivery %d/%d: %w", c.Seq, c.Sink, ErrNotClaimed)
+	}
+	wb.DeleteCF(db.cfs[cfIndex], fk)
+	e := db.editLocked(c.Ord)
+	e.counts.inflight--
+	if err := fill(wb, e); err != nil {
+		return err
+	}
+	db.putCountersLocked(wb)
+	if err := db.rdb.Write(db.woAsync, wb); err != nil {
+		return &WriteError{Class: classify(err), Err: err}
+	}
+	db.applyEditsLocked(nil)
+	return nil
+}
+
+// RecoverInflight moves every inflight key back to due at the time it was claimed at, so a row claimed before a
+// crash or a dispatch restart is delivered again; it returns how many. Run it when dispatch starts, before it
+// claims: an outcome still running for a recovered row then gets ErrNotClaimed.
+func (db *DB) RecoverInflight() (int, error) {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	db.ed.reset()
+	wb := db.owb
+	wb.Clear()
+	index := db.cfs[cfIndex]
+	db.wroUpper = append(db.wroUpper[:0], IndexInflight+1)
+	db.wro.SetIterateUpperBound(db.wroUpper)
+	it := db.rdb.NewIteratorCF(db.wro, index)
+	defer it.Close()
+	n := 0
+	for it.Seek([]byte{IndexInflight}); it.Valid(); it.Next() {
+		k := it.Key().Data()
+		fk, err := ParseInflightKey(k)
+		if err != nil {
+			return 0, err
+		}
+		size, dueAt, err := ParseInflightValue(it.Value().Data())
+		if err != nil {
+			return 0, fmt.Errorf("inflight key %+v: %w", fk, err)
+		}
+		wb.DeleteCF(index, k)
+		e := db.editLocked(fk.Ord)
+		e.counts.inflight--
+		row, found, err := db.readRow(DeliveryKey{Seq: fk.Seq, Sink: fk.Sink})
+		if !found {
+			continue
+		}
+		// An undecodable row goes back as pending; the claim that meets it dead-letters it.
+		if err == nil && row.State == StateScheduled {
+			e.counts.scheduled++
+		} else {
+			e.counts.pending++
+		}
+		e.counts.pendingBytes += int64(size)
+		db.okey = DueKey{Ord: fk.Ord, At: dueAt, Seq: fk.Seq, Sink: fk.Sink}.Append(db.okey[:0])
+		db.oval = AppendIndexValue(db.oval[:0], size)
+		wb.PutCF(index, db.okey, db.oval)
+		e.dueWritten(db.okey)
+		n++
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("cannot scan the inflight keys: %w", err)
+	}
+	if len(db.ed.list) == 0 {
+		return 0, nil
+	}
+	db.putCountersLocked(wb)
+	if err := db.rdb.Write(db.woAsync, wb); err != nil {
+		return 0, &WriteError{Class: classify(err), Err: err}
+	}
+	db.applyEditsLocked(nil)
+	if n > 0 {
+		db.wake()
+	}
+	return n, nil
+}
+
+// NextDue returns the due time of tenant ord's first due row (one seek from the tenant's head); ok=false when
+// it has none.
+func (db *DB) NextDue(ord uint32) (at int64, ok bool, err error) {
+	err = db.read(func() error {
+		var head []byte
+		db.stateMu.Lock()
+		if ts := db.qs.tenants[ord]; ts != nil && ts.head != nil {
+			head = bytes.Clone(ts.head)
+		}
+		db.stateMu.Unlock()
+		at, ok, err = db.nextDueOf(ord, head)
+		return err
+	})
+	return at, ok, err
+}
+
+// OldestDue returns the smallest due time over the tenants with rows waiting (one seek each); ok=false when
+// none has any.
+func (db *DB) OldestDue() (at int64, ok bool, err error) {
+	err = db.read(func() error {
+		type start struct {
+			ord  uint32
+			head []byte
+		}
+		db.stateMu.Lock()
+		starts := make([]start, 0, len(db.qs.active))
+		for _, ord := range db.qs.active {
+			starts = append(starts, start{ord: ord, head: bytes.Clone(db.qs.tenants[ord].head)})
+		}
+		db.stateMu.Unlock()
+		for _, s := range starts {
+			t, found, err := db.nextDueOf(s.ord, s.head)
+			if err != nil {
+				return err
+			}
+			if found && (!ok || t < at) {
+				at, ok = t, true
+			}
+		}
+		return nil
+	})
+	return at, ok, err
+}
+
+// nextDueOf seeks tenant ord's first due key from head (nil: its prefix), bounded to the tenant's range so
+// the seek never walks another tenant's tombstones. The caller holds closeMu.
+func (db *DB) nextDueOf(ord uint32, head []byte) (int64, bool, error) {
+	upper := AppendDuePrefix(nil, ord+1)
+	if ord == ^uint32(0) {
+		upper = []byte{IndexDue + 1}
+	}
+	it, done := db.boundedIter(cfIndex, AppendDuePrefix(nil, ord), upper)
+	defer done()
+	if head == nil {
+		head = AppendDuePrefix(nil, ord)
+	}
+	it.Seek(head)
+	if it.Valid() {
+		dk, err := ParseDueKey(it.Key().Data())
+		if err != nil {
+			return 0, false, err
+		}
+		return dk.At, true, nil
+	}
+	if err := it.Err(); err != nil {
+		return 0, false, fmt.Errorf("cannot seek the due rows of tenant %d: %w", ord, err)
+	}
+	return 0, false, nil
+}
+
+// DeadEntry is one dead-lettered delivery (a DLQ entry).
+type DeadEntry struct {
+	Seq        uint64
+	Sink       uint16
+	Tenant     string
+	Source     string
+	SinkType   string
+	Reason     string
+	DeadAt     int64
+	ReceivedAt int64
+	Size       uint32
+	ID         [16]byte
+}
+
+// ListDead returns up to limit dead entries, newest first (by time of death), of source ("" = every source). It
+// merges the dead ranges of the tenants holding dead rows, walking each backwards, so it reads about limit rows
+// when no source is given. A row that cannot be decoded is listed with reason "undecodable delivery row".
+func (db *DB) ListDead(source string, limit int) ([]DeadEntry, error) {
+	var out []DeadEntry
+	err := db.read(func() error {
+		if limit <= 0 {
+			return nil
+		}
+		type cursor struct {
+			ord  uint32
+			name string
+			it   *grocksdb.Iterator
+			done func()
+			key  DeadKey
+			size uint32
+		}
+		db.stateMu.Lock()
+		var curs []*cursor
+		for ord, ts := range db.qs.tenants {
+			if ts.counts.dead > 0 {
+				curs = append(curs, &cursor{ord: ord, name: ts.name})
+			}
+		}
+		db.stateMu.Unlock()
+		defer func() {
+			for _, c := range curs {
+				if c.done != nil {
+					c.done()
+				}
+			}
+		}()
+		// load reads the key under c.it, or drops c from the merge when its range is exhausted.
+		load := func(c *cursor) (bool, error) {
+			if !c.it.Valid() {
+				if err := c.it.Err(); err != nil {
+					return false, fmt.Errorf("cannot scan the dead rows of tenant %d: %w", c.ord, err)
+				}
+				return false, nil
+			}
+			k, err := ParseDeadKey(c.it.Key().Data())
+			if err != nil {
+				return false, err
+			}
+			size, err := ParseIndexValue(c.it.Value().Data())
+			if err != nil {
+				return false, fmt.Errorf("dead key %+v: %w", k, err)
+			}
+			c.key, c.size = k, size
+			return true, nil
+		}
+		live := curs[:0:0]
+		for _, c := range curs {
+			upper := AppendDeadPrefix(nil, c.ord+1)
+			if c.ord == ^uint32(0) {
+				upper = []byte{IndexDead + 1}
+			}
+			c.it, c.done = db.boundedIter(cfIndex, AppendDeadPrefix(nil, c.ord), upper)
+			c.it.SeekForPrev(upper)
+			if c.it.Valid() && !bytes.HasPrefix(c.it.Key().Data(), AppendDeadPrefix(nil, c.ord)) {
+				continue
+			}
+			ok, err := load(c)
+			if err != nil {
+				return err
+			}
+			if ok {
+				live = append(live, c)
+			}
+		}
+		newer := func(a, b DeadKey) int {
+			return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Seq, b.Seq), cmp.Compare(a.Sink, b.Sink))
+		}
+		for len(out) < limit && len(live) > 0 {
+			i := 0
+			for j := 1; j < len(live); j++ {
+				if newer(live[j].key, live[i].key) > 0 {
+					i = j
+				}
+			}
+			c := live[i]
+			entry, keep, err := db.deadEntry(c.key, c.size, c.name, source)
+			if err != nil {
+				return err
+			}
+			if keep {
+				out = append(out, entry)
+			}
+			c.it.Prev()
+			ok := c.it.Valid() && bytes.HasPrefix(c.it.Key().Data(), AppendDeadPrefix(nil, c.ord))
+			if ok {
+				if ok, err = load(c); err != nil {
+					return err
+				}
+			} else if err := c.it.Err(); err != nil {
+				return fmt.Errorf("cannot scan the dead rows of tenant %d: %w", c.ord, err)
+			}
+			if !ok {
+				live = slices.Delete(live, i, i+1)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// deadEntry reads the row and the hook id behind dead key k; keep is false when the row is of another source.
+func (db *DB) deadEntry(k DeadKey, size uint32, tenant, source string) (DeadEntry, bool, error) {
+	e := DeadEntry{Seq: k.Seq, Sink: k.Sink, Tenant: tenant, DeadAt: k.At, Size: size}
+	row, found, err := db.readRow(DeliveryKey{Seq: k.Seq, Sink: k.Sink})
+	switch {
+	case !found:
+		return e, false, nil // settled between the key and the row: not dead any more
+	case err != nil:
+		e.Reason = undecodableReason
+		if source != "" {
+			return e, false, nil
+		}
+	default:
+		if source != "" && row.Source != source {
+			return e, false, nil
+		}
+		e.Source, e.SinkType, e.Reason, e.ReceivedAt = row.Source, row.SinkType, row.DeadReason, row.ReceivedAt
+	}
+	v, err := db.getCF(cfHooks, AppendHookKey(nil, k.Seq))
+	if err != nil {
+		return e, false, err
+	}
+	if len(v) >= 17 && v[0] == hookVersion {
+		e.ID = [16]byte(v[1:17])
+	}
+	return e, true, nil
+}
+
+// readRow reads and decodes one delivery row straight from RocksDB's buffer. found is false for a missing row;
+// err is set (with found true) for one that cannot be decoded or read.
+func (db *DB) readRow(k DeliveryKey) (row DeliveryRow, found bool, err error) {
+	var kb [DeliveryKeyLen]byte
+	s, err := db.rdb.GetCF(db.ro, db.cfs[cfDeliveries], k.Append(kb[:0]))
+	if err != nil {
+		return DeliveryRow{}, true, fmt.Errorf("cannot read delivery %d/%d: %w", k.Seq, k.Sink, err)
+	}
+	defer s.Free()
+	if !s.Exists() {
+		return DeliveryRow{}, false, nil
+	}
+	row, err = DecodeDeliveryRow(s.Data())
+	if err != nil {
+		return DeliveryRow{}, true, fmt.Errorf("delivery %d/%d: %w", k.Seq, k.Sink, err)
+	}
+	return row, true, nil
+}
+
+// putRow adds delivery row r of {seq, sink} to wb (under cmu: it uses the writers' scratch).
+func (db *DB) putRow(wb *grocksdb.WriteBatch, seq uint64, sink uint16, r *DeliveryRow) {
+	db.okey = DeliveryKey{Seq: seq, Sink: sink}.Append(db.okey[:0])
+	db.oval = AppendDeliveryRow(db.oval[:0], r)
+	wb.PutCF(db.cfs[cfDeliveries], db.okey, db.oval)
+}
+
+// existsCF tells whether key is present in cf.
+func (db *DB) existsCF(cf int, key []byte) (bool, error) {
+	s, err := db.rdb.GetCF(db.ro, db.cfs[cf], key)
+	if err != nil {
+		return false, fmt.Errorf("cannot read %s key %x: %w", cfNames[cf], key, err)
+	}
+	defer s.Free()
+	return s.Exists(), nil
+}
+
+// otherDeliveryLocked tells whether hook seq has a delivery row besides the one of sink (under cmu).
+func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
+	db.wroUpper = AppendHookKey(db.wroUpper[:0], seq+1)
+	db.wro.SetIterateUpperBound(db.wroUpper)
+	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cfDeliveries])
+	defer it.Close()
+	other := false
+	for it.Seek(AppendHookKey(db.okey[:0], seq)); it.Valid(); it.Next() {
+		if k, err := ParseDeliveryKey(it.Key().Data()); err != nil || k.Sink != sink {
+			other = true // an unparsable key under this seq is kept, and so is its hook
+			break
+		}
+	}
+	if err := it.Err(); err != nil {
+		return false, fmt.Errorf("cannot scan the delivery rows of hook %d: %w", seq, err)
+	}
+	return other, nil
+}
+
+// boundedIter returns an iterator over cf confined to [lower, upper) (so it never walks tombstones outside the
+// range it was asked for), and the function that frees it. Each call has its own read options, so concurrent
+// readers can use it.
+func (db *DB) boundedIter(cf int, lower, upper []byte) (*grocksdb.Iterator, func()) {
+	ro := grocksdb.NewDefaultReadOptions()
+	ro.SetVerifyChecksums(true)
+	// RocksDB reads the bounds in place; ro keeps both slices referenced until it is destroyed.
+	ro.SetIterateLowerBound(lower)
+	ro.SetIterateUpperBound(upper)
+	it := db.rdb.NewIteratorCF(ro, db.cfs[cf])
+	return it, func() {
+		it.Close()
+		ro.Destroy()
+	}
+}

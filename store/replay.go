@@ -1,0 +1,260 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/google/uuid"
+)
+
+// ReplayJob is a durable replay job (default CF, j:<id>). Its progress (Cursor, Moved, and State done) is
+// committed with the rows each step moves.
+type ReplayJob struct {
+	ID        [16]byte
+	Kind      string // "dlq"
+	Source    string // filter ("" = all)
+	Since     int64  // filter on DeadAt, unix ms (0 = unbounded)
+	Until     int64
+	Rate      float64 // rows per second
+	MaxLagMS  int64
+	CreatedAt int64  // only rows dead at or before this move
+	State     string // running|paused|cancelled|done
+	Moved     int64
+	Cursor    []byte // last dead key visited
+}
+
+// Replay job states the store acts on (dispatch owns the others' meaning).
+const (
+	replayRunning = "running"
+	replayDone    = "done"
+)
+
+// replayVisitsPerRow bounds the dead keys one step visits per row it may move (at least minReplayVisits), so a
+// filter that matches little cannot turn one step into a scan of the whole DLQ.
+const (
+	replayVisitsPerRow = 64
+	minReplayVisits    = 4096
+)
+
+const jobVersion = 1
+
+// Encoding (version 1): version:8 id:128 kind source since:64 until:64 rate:64(float bits) max_lag_ms:64
+// created_at:64 state moved:64 cursor, integers big-endian, strings and the cursor uvarint length + bytes.
+
+// AppendReplayJob appends the encoding of j to dst.
+func AppendReplayJob(dst []byte, j *ReplayJob) []byte {
+	dst = append(dst, jobVersion)
+	dst = append(dst, j.ID[:]...)
+	dst = appendStr(dst, j.Kind)
+	dst = appendStr(dst, j.Source)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Since))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Until))
+	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(j.Rate))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.MaxLagMS))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.CreatedAt))
+	dst = appendStr(dst, j.State)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Moved))
+	return appendStr(dst, j.Cursor)
+}
+
+// DecodeReplayJob decodes a replay job; the result shares no memory with b. It never panics.
+func DecodeReplayJob(b []byte) (ReplayJob, error) {
+	var j ReplayJob
+	d := decoder{b: b}
+	if v := d.byte(); d.err == nil && v != jobVersion {
+		return ReplayJob{}, fmt.Errorf("replay job version %d: %w", v, ErrCorruptValue)
+	}
+	copy(j.ID[:], d.fixed(16))
+	j.Kind = d.str()
+	j.Source = d.str()
+	j.Since = int64(d.uint64())
+	j.Until = int64(d.uint64())
+	j.Rate = math.Float64frombits(d.uint64())
+	j.MaxLagMS = int64(d.uint64())
+	j.CreatedAt = int64(d.uint64())
+	j.State = d.str()
+	j.Moved = int64(d.uint64())
+	if c := d.bytes(); d.err == nil && len(c) > 0 {
+		j.Cursor = bytes.Clone(c)
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return ReplayJob{}, fmt.Errorf("cannot decode replay job: %w", d.err)
+	}
+	return j, nil
+}
+
+func appendJobKey(dst []byte, id [16]byte) []byte {
+	dst = append(dst, jobPrefix...)
+	return append(dst, id[:]...)
+}
+
+// PutReplayJob records j in one synced write: a new job, or new settings and state for an existing one. The
+// progress of an existing job (Cursor, Moved, and State done) belongs to ReplayDeadStep and is kept; j is
+// updated with it, so a steer racing a step never winds the job back.
+func (db *DB) PutReplayJob(j *ReplayJob) error {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	stored, found, err := db.replayJobLocked(j.ID)
+	if err != nil {
+		return err
+	}
+	if found {
+		j.Cursor, j.Moved = stored.Cursor, stored.Moved
+		if stored.State == replayDone {
+			j.State = replayDone
+		}
+	}
+	if err := db.rdb.PutCF(db.wo, db.cfs[cfDefault], appendJobKey(nil, j.ID), AppendReplayJob(nil, j)); err != nil {
+		return &WriteError{Class: classify(err), Err: err}
+	}
+	return nil
+}
+
+// ReplayJobs returns every recorded replay job, in id order (ids are UUIDv7: creation order).
+func (db *DB) ReplayJobs() ([]ReplayJob, error) {
+	var out []ReplayJob
+	err := db.read(func() error {
+		return db.scan(cfDefault, []byte(jobPrefix), func(k, v []byte) error {
+			j, err := DecodeReplayJob(v)
+			if err != nil {
+				return fmt.Errorf("replay job %x: %w", k[len(jobPrefix):], err)
+			}
+			out = append(out, j)
+			return nil
+		})
+	})
+	return out, err
+}
+
+func (db *DB) replayJobLocked(id [16]byte) (ReplayJob, bool, error) {
+	v, err := db.getCF(cfDefault, appendJobKey(nil, id))
+	if err != nil || v == nil {
+		return ReplayJob{}, false, err
+	}
+	j, err := DecodeReplayJob(v)
+	if err != nil {
+		return ReplayJob{}, false, fmt.Errorf("replay job %x: %w", id, err)
+	}
+	return j, true, nil
+}
+
+// ReplayDeadStep runs one step of DLQ replay job j: it visits the dead keys after the job's cursor in key
+// order, moving up to limit matching rows (dead at or before the job's creation, within its source and
+// since/until filters) back to due at now, as first attempts (attempts 0, errors cleared) carrying ReplayID = the
+// job id as a UUID. The moved rows, the counters and the job (new Cursor and Moved; State done once the dead
+// index is exhausted) are committed in one synced batch, so a restart resumes exactly after the last step.
+//
+// The job's stored record is authoritative: a job paused, cancelled or done since j was read moves nothing, and
+// j is refreshed from what was committed. Rows dead after the job was created are skipped, so a replay never
+// chases its own re-deaths. One step visits at most max(64×limit, 4096) keys.
+func (db *DB) ReplayDeadStep(j *ReplayJob, limit int, now int64) (moved int, err error) {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	job, found, err := db.replayJobLocked(j.ID)
+	if err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, fmt.Errorf("replay job %s: %w", uuid.UUID(j.ID), ErrNotFound)
+	}
+	if job.State != replayRunning || limit <= 0 {
+		*j = job
+		return 0, nil
+	}
+	db.ed.reset()
+	wb := db.owb
+	wb.Clear()
+	index := db.cfs[cfIndex]
+	replayID := uuid.UUID(job.ID).String()
+
+	db.wroUpper = append(db.wroUpper[:0], IndexDead+1)
+	db.wro.SetIterateUpperBound(db.wroUpper)
+	it := db.rdb.NewIteratorCF(db.wro, index)
+	defer it.Close()
+	if len(job.Cursor) > 0 {
+		it.Seek(job.Cursor)
+		if it.Valid() && bytes.Equal(it.Key().Data(), job.Cursor) {
+			it.Next()
+		}
+	} else {
+		it.Seek([]byte{IndexDead})
+	}
+	budget := max(replayVisitsPerRow*limit, minReplayVisits)
+	visited := 0
+	for ; it.Valid() && moved < limit && visited < budget; it.Next() {
+		k := it.Key().Data()
+		visited++
+		db.lastKey = append(db.lastKey[:0], k...)
+		dk, err := ParseDeadKey(k)
+		if err != nil {
+			return 0, err
+		}
+		if dk.At > job.CreatedAt || (job.Since > 0 && dk.At < job.Since) || (job.Until > 0 && dk.At > job.Until) {
+			continue
+		}
+		size, err := ParseIndexValue(it.Value().Data())
+		if err != nil {
+			return 0, fmt.Errorf("dead key %+v: %w", dk, err)
+		}
+		row, found, err := db.readRow(DeliveryKey{Seq: dk.Seq, Sink: dk.Sink})
+		switch {
+		case !found:
+			wb.DeleteCF(index, k)
+			db.editLocked(dk.Ord).counts.dead--
+			continue
+		case err != nil:
+			continue // undecodable: it stays in the DLQ, listed as such
+		case job.Source != "" && row.Source != job.Source:
+			continue
+		}
+		row.State, row.Attempts, row.DueAt, row.ReplayID = StatePending, 0, now, replayID
+		row.LastError, row.DeadReason, row.DeadAt = "", "", 0
+		db.putRow(wb, dk.Seq, dk.Sink, &row)
+		wb.DeleteCF(index, k)
+		db.okey = DueKey{Ord: dk.Ord, At: now, Seq: dk.Seq, Sink: dk.Sink}.Append(db.okey[:0])
+		db.oval = AppendIndexValue(db.oval[:0], size)
+		wb.PutCF(index, db.okey, db.oval)
+		e := db.editLocked(dk.Ord)
+		e.dueWritten(db.okey)
+		e.counts.dead--
+		e.counts.pending++
+		e.counts.pendingBytes += int64(size)
+		moved++
+	}
+	if err := it.Err(); err != nil {
+		return 0, fmt.Errorf("cannot scan the dead rows: %w", err)
+	}
+	if !it.Valid() {
+		job.State = replayDone
+	}
+	if visited > 0 {
+		job.Cursor = bytes.Clone(db.lastKey)
+	}
+	job.Moved += int64(moved)
+	wb.PutCF(db.cfs[cfDefault], appendJobKey(db.okey[:0], job.ID), AppendReplayJob(nil, &job))
+	db.putCountersLocked(wb)
+	if err := db.rdb.Write(db.wo, wb); err != nil {
+		return 0, &WriteError{Class: classify(err), Err: err}
+	}
+	db.applyEditsLocked(nil)
+	*j = job
+	if moved > 0 {
+		db.wake()
+	}
+	return moved, nil
+}
