@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/store"
@@ -27,6 +28,8 @@ type Settings struct {
 	MaxQueueBytes  int64
 	MaxCommits     int
 	RecordDeadline time.Duration
+	RateLimits     config.RateLimits
+	Quarantine     config.Quarantine
 	// Archive asks each commit for an archive obligation. It is set only once a
 	// compactor runs to clear them: an obligation nothing clears would keep every hook
 	// forever.
@@ -48,6 +51,8 @@ func SettingsFrom(cfg *config.Config) Settings {
 		MaxQueueBytes:  b.MaxQueueBytes,
 		MaxCommits:     b.MaxCommits,
 		RecordDeadline: time.Duration(b.RecordDeadlineMS) * time.Millisecond,
+		RateLimits:     cfg.RateLimits,
+		Quarantine:     cfg.Quarantine,
 		// The storage role's compactor is not part of this build yet, so no commit writes
 		// an archive obligation.
 		Archive: false,
@@ -93,6 +98,7 @@ type Edge struct {
 	sources  SourceStore
 	health   *Health
 	system   *actor.ActorSystem
+	limits   *limits
 
 	batchers []*actor.PID
 	parts    []partition
@@ -110,6 +116,7 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 		set: set, log: tel.Log.With().Str("component", "edge").Logger(), tel: tel,
 		resolver: resolver, sources: sources, health: health, system: system,
 		parts: make([]partition, set.Partitions), seed: maphash.MakeSeed(),
+		limits: newLimits(set.RateLimits, set.Quarantine),
 	}
 	for i := range set.Partitions {
 		e.batchers = append(e.batchers, actor.NewPID(system.Address(), BatcherName(set.Instance, i)))
@@ -163,16 +170,23 @@ func BatcherChild(i int) string {
 
 // scratch is one request's reusable memory.
 type scratch struct {
-	body  []byte
-	arena []byte
-	spans []span
-	hdrs  []store.Header
-	timer *time.Timer
-	resp  []byte
+	ctx    *fasthttp.RequestCtx
+	header func(string) []byte // header lookup for verifiers and dedupe, bound to ctx once
+	query  func(string) []byte
+	hashed []byte // store_headers hash output
+	body   []byte
+	arena  []byte
+	spans  []span
+	hdrs   []store.Header
+	timer  *time.Timer
+	resp   []byte
 }
 
 func newScratch() *scratch {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &scratch{body: make([]byte, 0, 16<<10), arena: make([]byte, 0, 2<<10), timer: t, resp: make([]byte, 0, 128)}
+	sc := &scratch{body: make([]byte, 0, 16<<10), arena: make([]byte, 0, 2<<10), timer: t, resp: make([]byte, 0, 128)}
+	sc.header = func(name string) []byte { return sc.ctx.Request.Header.Peek(name) }
+	sc.query = func(name string) []byte { return sc.ctx.QueryArgs().Peek(name) }
+	return sc
 }

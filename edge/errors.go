@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/ankusa-go/ankusa/edge/verify"
 )
 
 // Sentinel errors of the edge.
@@ -64,4 +66,31 @@ func refuseBodyRead(err error) *RefusedError {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s) // a string always marshals
 	return string(b)
+}
+
+// refuseVerification is the 401 of a failed signature under on_verify_failure reject;
+// the reason names the check that failed, never a secret.
+func refuseVerification(reason error) *RefusedError {
+	name := "no_match"
+	switch reason {
+	case verify.ErrMissingSignature:
+		name = "missing_signature"
+	case verify.ErrMalformedSignature:
+		name = "malformed_signature"
+	case verify.ErrBadSecret:
+		name = "bad_secret"
+	case verify.ErrBadScheme:
+		name = "bad_scheme"
+	case verify.ErrTimestampOutOfWindow:
+		name = "timestamp_out_of_window"
+	case verify.ErrMissingTimestamp:
+		name = "missing_timestamp"
+	case verify.ErrMissingCredential:
+		name = "missing_credential"
+	case verify.ErrCertificateMismatch:
+		name = "certificate_mismatch"
+	case verify.ErrNoCertificate:
+		name = "no_certificate"
+	}
+	return &RefusedError{Status: 401, Reason: "verification_failed", Detail: refusalDetail{"reason", `"` + name + `"`}}
 }

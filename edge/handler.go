@@ -10,6 +10,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/edge/verify"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 )
@@ -71,21 +73,70 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
+	trust := src.Trust
+	if r := e.preRead(ctx, src, tenant, start); r != nil {
+		e.refuseEarly(ctx, r)
+		return
+	}
 	if r := checkHeaders(&ctx.Request.Header); r != nil {
 		e.refuseEarly(ctx, r)
 		return
 	}
 
 	sc := e.scratch.Get().(*scratch)
-	defer e.scratch.Put(sc)
-	body, err := readBody(ctx, e.set.MaxBodyBytes, sc.body[:0])
+	sc.ctx = ctx
+	defer func() { sc.ctx = nil; e.scratch.Put(sc) }()
+	maxBody := e.tenantMaxBody(tenant)
+	body, err := readBody(ctx, maxBody, sc.body[:0])
 	sc.body = body[:0]
 	if err != nil {
 		if errors.Is(err, errTooLarge) {
-			e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
+			e.refuseEarly(ctx, refuseTooLarge(maxBody))
 		} else {
 			e.refuseEarly(ctx, refuseBodyRead(err))
 		}
+		return
+	}
+
+	// Verification reads the exact bytes and every header, before store_headers drops any.
+	vreq := verify.Request{Body: body, Header: sc.header, Query: sc.query, Now: start}
+	vres := trust.Verifier.Verify(&vreq)
+	if vres.WeakHash {
+		e.tel.WeakHash(src.ID, vres.Scheme)
+	}
+	flagged := false
+	if vres.Status == verify.StatusFailed {
+		e.tel.VerifyFailed(src.ID, vres.Provider, vres.Scheme)
+		switch trust.OnFailure {
+		case config.OnVerifyAcceptFlag:
+			// Stored anyway, flagged; it spends the source's quarantine bucket, so a forged
+			// flood is bounded, and it gets no dedupe key, so it cannot suppress the real event.
+			if ok, wait := e.limits.penBuckets.Take(src.ID, start, e.limits.quarantine, 1); !ok {
+				e.answer(ctx, src.ID, start, refuse429("quarantine_rate_limited", wait), "quarantine_rate_limited")
+				return
+			}
+			flagged = true
+		default:
+			e.answer(ctx, src.ID, start, refuseVerification(vres.Reason), "rejected")
+			return
+		}
+	}
+	dedupeKey := ""
+	var dedupeTTL time.Duration
+	if trust.Dedupe != nil && !flagged {
+		dedupeKey, dedupeTTL = trust.Dedupe.Key(sc.header, body), trust.Dedupe.TTL()
+	}
+
+	hdrs := collectHeaders(&ctx.Request.Header, sc)
+	hdrs, sc.hashed = trust.Headers.Apply(hdrs, sc.hashed[:0])
+	size := int64(len(body))
+	if r := e.chargeTenant(tenant, size, start); r != nil {
+		label := "other"
+		if _, ok := e.limits.cfg.Tenants[tenant]; ok || tenant == src.Tenant {
+			label = tenant
+		}
+		e.tel.RateLimited(label)
+		e.answer(ctx, src.ID, start, r, "rate_limited")
 		return
 	}
 
@@ -93,10 +144,15 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 	hook := store.Hook{
 		ID: id, ReceivedAt: start.UnixMilli(), Tenant: tenant, Source: src.ID,
 		ContentType: view(ctx.Request.Header.ContentType()),
-		Headers:     collectHeaders(&ctx.Request.Header, sc),
-		Body:        body,
+		Headers:     hdrs, Body: body, Flagged: flagged, DedupeKey: dedupeKey,
 	}
-	size := int64(len(body))
+	_ = dedupeTTL // carried to the store's dedupe index once it holds one
+	share, ok := e.admitTenant(tenant, size)
+	if !ok {
+		e.answer(ctx, src.ID, start, refuse429("tenant_overload", time.Second), "tenant_overload")
+		return
+	}
+	defer share.release(size)
 	p := e.partitionOf(src.ID, id)
 	part := &e.parts[p]
 	if !part.admit(size, e.set.MaxQueue, e.set.MaxQueueBytes) {
@@ -109,7 +165,7 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 	rec := &store.Pending{
 		Record: store.Record{
 			ID: id, Tenant: tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(size),
-			Value: store.AppendHook(make([]byte, 0, len(body)+len(sc.arena)+len(tenant)+len(src.ID)+96), &hook),
+			Value: store.AppendHook(make([]byte, 0, store.HookSize(&hook)), &hook),
 			Sinks: src.Sinks, Archive: e.set.Archive,
 		},
 		Done: make(chan store.Result, 1),

@@ -33,13 +33,12 @@ func checkHeaders(h *fasthttp.RequestHeader) *RefusedError {
 }
 
 // skipStored are headers a stored hook never keeps: hop-by-hop and framing headers that
-// describe this connection, the content type (stored in its own field), and credentials
-// (a credential is never written to disk by default).
+// describe this connection, and the content type (stored in its own field). Credentials
+// are left to the source's store_headers policy, which drops them by default.
 func skipStored(lower []byte) bool {
 	switch string(lower) {
 	case "host", "content-length", "content-type", "connection", "keep-alive", "transfer-encoding",
-		"te", "trailer", "upgrade", "expect", "proxy-connection",
-		"authorization", "proxy-authorization", "cookie", "x-api-key":
+		"te", "trailer", "upgrade", "expect", "proxy-connection":
 		return true
 	}
 	return false

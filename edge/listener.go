@@ -49,18 +49,17 @@ func (l *listener) start() error {
 		Name:    "ankusa",
 		// The body is streamed so that everything that can refuse a request runs before
 		// it is read; the cap is enforced by the handler, not by fasthttp's own 413.
-		StreamRequestBody:             true,
-		MaxRequestBodySize:            int(l.e.set.MaxBodyBytes),
-		DisablePreParseMultipartForm:  true,
-		DisableHeaderNamesNormalizing: true,
-		NoDefaultServerHeader:         true,
-		NoDefaultDate:                 true,
-		ReadTimeout:                   30 * time.Second,
-		WriteTimeout:                  30 * time.Second,
-		IdleTimeout:                   90 * time.Second,
-		ReadBufferSize:                16 << 10,
-		Concurrency:                   64 << 10,
-		ErrorHandler:                  l.e.transportError,
+		StreamRequestBody:            true,
+		MaxRequestBodySize:           int(l.e.set.MaxBodyBytes),
+		DisablePreParseMultipartForm: true,
+		NoDefaultServerHeader:        true,
+		NoDefaultDate:                true,
+		ReadTimeout:                  30 * time.Second,
+		WriteTimeout:                 30 * time.Second,
+		IdleTimeout:                  90 * time.Second,
+		ReadBufferSize:               16 << 10,
+		Concurrency:                  64 << 10,
+		ErrorHandler:                 l.e.transportError,
 	}
 	bound := ln.Addr().String()
 	l.e.addr.Store(&bound)

@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"fmt"
+
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/store"
 )
@@ -14,6 +16,8 @@ type Source struct {
 	Tenant string
 	// Sinks are the delivery rows a commit writes, one per sink, bound by index and type.
 	Sinks []store.SinkBinding
+	// Trust is the source's verifier, verify-failure policy, dedupe key and store_headers policy.
+	Trust *Trust
 }
 
 // SourceStore looks sources up by id. Lookup returns ErrUnknownSource or
@@ -27,8 +31,9 @@ type StaticSources struct {
 	byID map[string]*Source
 }
 
-// NewStaticSources indexes the configured sources.
-func NewStaticSources(cfg map[string]config.Source) *StaticSources {
+// NewStaticSources indexes the configured sources and builds their trust bundles (a
+// verifier that cannot be built fails here, at boot).
+func NewStaticSources(cfg map[string]config.Source) (*StaticSources, error) {
 	s := &StaticSources{byID: make(map[string]*Source, len(cfg))}
 	for id, src := range cfg {
 		tenant := src.Tenant
@@ -39,9 +44,13 @@ func NewStaticSources(cfg map[string]config.Source) *StaticSources {
 		for i, k := range src.Sinks {
 			sinks[i] = store.SinkBinding{Index: uint16(i), Type: k.Type, Ordered: k.Ordered}
 		}
-		s.byID[id] = &Source{ID: id, Tenant: tenant, Sinks: sinks}
+		trust, err := NewTrust(src)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", id, err)
+		}
+		s.byID[id] = &Source{ID: id, Tenant: tenant, Sinks: sinks, Trust: trust}
 	}
-	return s
+	return s, nil
 }
 
 // Lookup implements SourceStore; the map index with a converted key does not allocate.

@@ -96,6 +96,7 @@ func (g *gauges) Receive(ctx actor.Context) {
 func (g *gauges) sample() {
 	m := g.i.tel.Metrics
 	if g.i.edge != nil {
+		g.i.edge.Sweep(time.Now())
 		recs, bytes := g.i.edge.Queue()
 		m.QueueRecords.Set(float64(recs))
 		m.QueueBytes.Set(float64(bytes))

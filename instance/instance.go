@@ -21,9 +21,9 @@ import (
 	"github.com/ankusa-go/ankusa/telemetry"
 )
 
-// ErrUnsupportedWAL refuses a wal.type this build cannot honour: booting it would mean
+// ErrUnsupported refuses a wal.type this build cannot honour: booting it would mean
 // answering 2xx on a promise nothing keeps.
-var ErrUnsupportedWAL = errors.New("instance: wal.type not supported by this build")
+var ErrUnsupported = errors.New("instance: configuration not supported by this build")
 
 // Options are what the embedding process hands an instance besides its config.
 type Options struct {
@@ -60,7 +60,13 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 	switch cfg.WAL.Type {
 	case "disk":
 	default:
-		return nil, fmt.Errorf("%w: %q (this build implements wal.type disk; dual needs the intake log and none needs durable sinks)", ErrUnsupportedWAL, cfg.WAL.Type)
+		return nil, fmt.Errorf("%w: %q (this build implements wal.type disk; dual needs the intake log and none needs durable sinks)", ErrUnsupported, cfg.WAL.Type)
+	}
+	for id, src := range cfg.Sources {
+		if src.OnVerifyFailure == config.OnVerifyQuarantine {
+			// Answering 202 needs the durable pen; without it the hook would be promised and lost.
+			return nil, fmt.Errorf("%w: source %s: on_verify_failure quarantine needs the quarantine pen, which this build does not have", ErrUnsupported, id)
+		}
 	}
 	log := opts.Log.With().Str("instance", cfg.Instance).Logger()
 	return &Instance{
@@ -83,8 +89,13 @@ func (i *Instance) Start() error {
 		{Name: "store", Props: i.withKill(newStoreProps(i)), Domain: "core"},
 	}
 	if cfg.HasRole("edge") {
+		sources, err := edge.NewStaticSources(cfg.Sources)
+		if err != nil {
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
 		i.edge = edge.New(edge.SettingsFrom(cfg), i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
-			edge.NewStaticSources(cfg.Sources), i.tel, i.health)
+			sources, i.tel, i.health)
 		children = append(children, supervision.ChildSpec{
 			Name: edge.SubtreeName, Props: supervision.NewProps(i.edgeChildren(), i.supervisionOptions()), Domain: "core",
 		})

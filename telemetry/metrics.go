@@ -27,6 +27,7 @@ type Metrics struct {
 	StoreUnavailable prometheus.Gauge
 
 	Dispatch *DispatchMetrics
+	Trust    *TrustMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -76,5 +77,6 @@ func newMetrics(instance string) *Metrics {
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)
+	m.Trust = newTrustMetrics(reg, l)
 	return m
 }

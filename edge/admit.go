@@ -1,0 +1,163 @@
+package edge
+
+import (
+	"net"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/ankusa-go/ankusa/config"
+)
+
+// limiterKeys bounds each keyed limiter: a flood from many addresses cannot grow memory
+// without bound (past it, new keys are refused until old ones refill).
+const limiterKeys = 1 << 17
+
+// limits is the edge's rate limiting and tenant shares. A forged request spends only the
+// pre-read limits (per client address, per node, per source body bytes); the tenant's
+// quota is charged after verification, so a forgery can never lock a tenant out.
+type limits struct {
+	cfg         config.RateLimits
+	quarantine  Limit
+	ip          *Limiter
+	node        Bucket
+	sourceBytes *Limiter
+	tenantHooks *Limiter
+	tenantBytes *Limiter
+	penBuckets  *Limiter // per source: accept_flag (and quarantined) hooks spend it
+	shares      map[string]*tenantShare
+}
+
+// tenantShare is one tenant's share of the batchers: its records and bytes buffered or
+// in flight across partitions. Past it the tenant gets 429 tenant_overload and the
+// partitions keep room for every other tenant.
+type tenantShare struct {
+	maxRecords, maxBytes int64
+	records, bytes       atomic.Int64
+}
+
+func newLimits(cfg config.RateLimits, q config.Quarantine) *limits {
+	l := &limits{
+		cfg: cfg, quarantine: Limit{Rate: q.Rate, Burst: q.Burst},
+		ip: NewLimiter(limiterKeys), sourceBytes: NewLimiter(limiterKeys), tenantHooks: NewLimiter(limiterKeys),
+		tenantBytes: NewLimiter(limiterKeys), penBuckets: NewLimiter(limiterKeys), shares: map[string]*tenantShare{},
+	}
+	for t, tl := range cfg.Tenants {
+		if tl.MaxQueue > 0 || tl.MaxQueueBytes > 0 {
+			sh := &tenantShare{maxRecords: int64(tl.MaxQueue), maxBytes: tl.MaxQueueBytes}
+			if sh.maxRecords == 0 {
+				sh.maxRecords = 1 << 62
+			}
+			if sh.maxBytes == 0 {
+				sh.maxBytes = 1 << 62
+			}
+			l.shares[t] = sh
+		}
+	}
+	return l
+}
+
+func limitOf(r *config.Rate) Limit {
+	if r == nil {
+		return Limit{}
+	}
+	return Limit{Rate: r.Rate, Burst: r.Burst}
+}
+
+func retryAfterSeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// preRead runs the admission a request meets after its source is known and before its
+// body is read: per client address, per node, per source in body bytes, and the
+// tenant's body cap.
+func (e *Edge) preRead(ctx *fasthttp.RequestCtx, src *Source, tenant string, now time.Time) *RefusedError {
+	l := e.limits
+	if lim := limitOf(l.cfg.IP); !lim.Unlimited() {
+		var key []byte
+		if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
+			key = a.IP
+		}
+		if ok, wait := l.ip.TakeBytes(key, now, lim, 1); !ok {
+			return refuse429("ip_rate_limited", wait)
+		}
+	}
+	if lim := limitOf(l.cfg.Node); !lim.Unlimited() {
+		if ok, wait := l.node.Take(now, lim, 1); !ok {
+			return refuse429("node_rate_limited", wait)
+		}
+	}
+	cl := int64(max(ctx.Request.Header.ContentLength(), 0))
+	if lim := limitOf(l.cfg.SourceBytes); !lim.Unlimited() && cl > 0 {
+		if ok, wait := l.sourceBytes.Take(src.ID, now, lim, float64(cl)); !ok {
+			return refuse429("source_rate_limited", wait)
+		}
+	}
+	if tl, ok := l.cfg.Tenants[tenant]; ok && tl.MaxBodyBytes > 0 && cl > tl.MaxBodyBytes {
+		return refuseTooLarge(tl.MaxBodyBytes)
+	}
+	return nil
+}
+
+// tenantMaxBody is the body cap a tenant's stream read enforces.
+func (e *Edge) tenantMaxBody(tenant string) int64 {
+	if tl, ok := e.limits.cfg.Tenants[tenant]; ok && tl.MaxBodyBytes > 0 {
+		return min(tl.MaxBodyBytes, e.set.MaxBodyBytes)
+	}
+	return e.set.MaxBodyBytes
+}
+
+// chargeTenant charges the tenant's hooks/s and bytes/s quota after verification.
+func (e *Edge) chargeTenant(tenant string, size int64, now time.Time) *RefusedError {
+	l := e.limits
+	if r, ok := l.cfg.HookLimit(tenant); ok {
+		if ok, wait := l.tenantHooks.Take(tenant, now, Limit{Rate: r.Rate, Burst: r.Burst}, 1); !ok {
+			return refuse429("rate_limited", wait)
+		}
+	}
+	if r, ok := l.cfg.ByteLimit(tenant); ok && size > 0 {
+		if ok, wait := l.tenantBytes.Take(tenant, now, Limit{Rate: r.Rate, Burst: r.Burst}, float64(size)); !ok {
+			return refuse429("rate_limited", wait)
+		}
+	}
+	return nil
+}
+
+// admitTenant reserves room in the tenant's batcher share; release gives it back.
+func (e *Edge) admitTenant(tenant string, size int64) (*tenantShare, bool) {
+	sh := e.limits.shares[tenant]
+	if sh == nil {
+		return nil, true
+	}
+	if sh.records.Add(1) > sh.maxRecords {
+		sh.records.Add(-1)
+		return nil, false
+	}
+	if sh.bytes.Add(size) > sh.maxBytes {
+		sh.bytes.Add(-size)
+		sh.records.Add(-1)
+		return nil, false
+	}
+	return sh, true
+}
+
+func (sh *tenantShare) release(size int64) {
+	if sh != nil {
+		sh.bytes.Add(-size)
+		sh.records.Add(-1)
+	}
+}
+
+// Sweep drops limiter keys that refilled; the instance calls it periodically.
+func (e *Edge) Sweep(now time.Time) {
+	l := e.limits
+	for _, lim := range []*Limiter{l.ip, l.sourceBytes, l.tenantHooks, l.tenantBytes, l.penBuckets} {
+		lim.Sweep(now)
+	}
+}
+
+func refuse429(reason string, wait time.Duration) *RefusedError {
+	return &RefusedError{Status: 429, Reason: reason, RetryAfter: retryAfterSeconds(wait)}
+}

@@ -1,0 +1,41 @@
+package telemetry
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// TrustMetrics count what the edge's verification and limits refused.
+type TrustMetrics struct {
+	VerifyFailures *prometheus.CounterVec // source_id, provider, scheme
+	WeakHash       *prometheus.CounterVec // source_id, scheme
+	RateLimited    *prometheus.CounterVec // tenant_id (configured tenants only)
+}
+
+func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetrics {
+	m := &TrustMetrics{
+		VerifyFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_verify_failures_total",
+			Help: "Requests whose verification failed, by source, provider and scheme.", ConstLabels: l},
+			[]string{"source_id", "provider", "scheme"}),
+		WeakHash: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_verifier_weak_hash_total",
+			Help: "Requests verified with SHA-1, matched or not.", ConstLabels: l}, []string{"source_id", "scheme"}),
+		RateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_rate_limit_rejected_total",
+			Help: "Hooks refused by their tenant's quota (tenant_id is \"other\" for tenants not in the config).", ConstLabels: l},
+			[]string{"tenant_id"}),
+	}
+	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited)
+	return m
+}
+
+// VerifyFailed records a failed verification of a configured source.
+func (t *Telemetry) VerifyFailed(source, provider, scheme string) {
+	t.Metrics.Trust.VerifyFailures.WithLabelValues(source, provider, scheme).Inc()
+}
+
+// WeakHash records a request verified with SHA-1, whether or not it matched.
+func (t *Telemetry) WeakHash(source, scheme string) {
+	t.Metrics.Trust.WeakHash.WithLabelValues(source, scheme).Inc()
+}
+
+// RateLimited records a hook refused by its tenant's quota; label is a configured tenant
+// or "other", so URL-chosen tenants cannot grow /metrics.
+func (t *Telemetry) RateLimited(label string) {
+	t.Metrics.Trust.RateLimited.WithLabelValues(label).Inc()
+}
