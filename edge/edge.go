@@ -99,6 +99,7 @@ type Edge struct {
 	health   *Health
 	system   *actor.ActorSystem
 	limits   *limits
+	db       func() *store.DB // the open store, for the dedupe fast path
 
 	batchers []*actor.PID
 	parts    []partition
@@ -117,6 +118,7 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 		resolver: resolver, sources: sources, health: health, system: system,
 		parts: make([]partition, set.Partitions), seed: maphash.MakeSeed(),
 		limits: newLimits(set.RateLimits, set.Quarantine),
+		db:     func() *store.DB { return nil },
 	}
 	for i := range set.Partitions {
 		e.batchers = append(e.batchers, actor.NewPID(system.Address(), BatcherName(set.Instance, i)))
@@ -124,6 +126,9 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 	e.scratch.New = func() any { return newScratch() }
 	return e
 }
+
+// SetStore tells the edge how to reach the open store (nil while it is closed).
+func (e *Edge) SetStore(db func() *store.DB) { e.db = db }
 
 // Addr is the ingest listener's bound address ("" before it listens).
 func (e *Edge) Addr() string {

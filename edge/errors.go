@@ -45,6 +45,7 @@ var (
 	refuseStore         = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
 	refuseDeadline      = &RefusedError{Status: 503, Reason: "deadline_exceeded", RetryAfter: 1}
 	refuseBadRequest    = &RefusedError{Status: 400, Reason: "bad_request"}
+	refuseDedupeQuota   = &RefusedError{Status: 503, Reason: "dedupe_quota", RetryAfter: 60}
 )
 
 func refuseTooLarge(limit int64) *RefusedError {

@@ -146,7 +146,23 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 		ContentType: view(ctx.Request.Header.ContentType()),
 		Headers:     hdrs, Body: body, Flagged: flagged, DedupeKey: dedupeKey,
 	}
-	_ = dedupeTTL // carried to the store's dedupe index once it holds one
+	if dedupeKey != "" {
+		// Fast path: a provider retry of a committed event is answered without queueing.
+		// The writer re-checks every key anyway, so a read that predates another
+		// partition's commit still ends as a duplicate.
+		if db := e.db(); db != nil {
+			orig, dup, err := db.LookupDedupe(tenant, src.ID, dedupeKey, start)
+			switch {
+			case err != nil:
+				e.answer(ctx, src.ID, start, refuseStore, telemetry.OutcomeStoreUnavailable)
+				return
+			case dup:
+				e.duplicate(ctx, sc, orig)
+				e.tel.Ingest(src.ID, telemetry.OutcomeDuplicate, time.Since(start))
+				return
+			}
+		}
+	}
 	share, ok := e.admitTenant(tenant, size)
 	if !ok {
 		e.answer(ctx, src.ID, start, refuse429("tenant_overload", time.Second), "tenant_overload")
@@ -166,7 +182,7 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 		Record: store.Record{
 			ID: id, Tenant: tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(size),
 			Value: store.AppendHook(make([]byte, 0, store.HookSize(&hook)), &hook),
-			Sinks: src.Sinks, Archive: e.set.Archive,
+			Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: dedupeKey, DedupeTTL: dedupeTTL,
 		},
 		Done: make(chan store.Result, 1),
 	}
@@ -176,8 +192,13 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 	switch {
 	case !ok:
 		e.answer(ctx, src.ID, start, refuseDeadline, telemetry.OutcomeDeadline)
+	case errors.Is(res.Err, store.ErrDedupeQuota):
+		e.answer(ctx, src.ID, start, refuseDedupeQuota, "dedupe_quota")
 	case res.Err != nil:
 		e.answer(ctx, src.ID, start, refuseStore, telemetry.OutcomeStoreUnavailable)
+	case res.Duplicate:
+		e.duplicate(ctx, sc, res.OriginalID)
+		e.tel.Ingest(src.ID, telemetry.OutcomeDuplicate, time.Since(start))
 	default:
 		e.accepted(ctx, sc, id)
 		e.tel.Ingest(src.ID, telemetry.OutcomeCommitted, time.Since(start))
@@ -231,6 +252,17 @@ func (e *Edge) accepted(ctx *fasthttp.RequestCtx, sc *scratch, id [16]byte) {
 	b := append(sc.resp[:0], `{"status":"accepted","id":"`...)
 	b = appendID(b, id)
 	b = append(b, `"}`...)
+	sc.resp = b
+	ctx.SetStatusCode(fasthttp.StatusCreated)
+	ctx.SetContentType("application/json")
+	ctx.SetBody(b)
+}
+
+// duplicate writes 201 with the original hook's id and "duplicate": true; nothing new was stored.
+func (e *Edge) duplicate(ctx *fasthttp.RequestCtx, sc *scratch, orig [16]byte) {
+	b := append(sc.resp[:0], `{"status":"accepted","id":"`...)
+	b = appendID(b, orig)
+	b = append(b, `","duplicate":true}`...)
 	sc.resp = b
 	ctx.SetStatusCode(fasthttp.StatusCreated)
 	ctx.SetContentType("application/json")

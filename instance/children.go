@@ -27,7 +27,8 @@ func (s *storeOwner) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
 		start := time.Now()
-		db, err := store.Open(store.Options{Dir: s.i.cfg.StoreDir(), Log: s.i.log, Faults: s.i.opts.Faults})
+		db, err := store.Open(store.Options{Dir: s.i.cfg.StoreDir(), Log: s.i.log, Faults: s.i.opts.Faults,
+			DedupeMaxEntries: s.i.cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: s.i.cfg.Dedupe.MaxEntriesPerTenant})
 		if err != nil {
 			panic(err)
 		}

@@ -83,10 +83,22 @@ func (i *Instance) Start() error {
 	cfg := i.cfg
 	i.system = actors.NewSystem(cfg.Instance, i.log)
 	i.log.Info().Str("wal", cfg.WAL.Type).Strs("roles", cfg.EffectiveRoles()).Msg(telemetry.DurabilityLine(cfg.WAL.Type, false, 0))
+	without := 0
+	for id, src := range cfg.Sources {
+		if src.Dedupe == nil {
+			without++
+			// Design: "Without a source dedupe: setting (boot logs a warning per such source), that retry is a new hook".
+			i.log.Warn().Str("source_id", id).Msg("source has no dedupe: a provider retry after a lost ack is stored and delivered again")
+		}
+	}
+	i.tel.Metrics.SourcesWithoutDedupe.Set(float64(without))
 
 	children := []supervision.ChildSpec{
 		{Name: "metrics", Props: i.withKill(newGaugesProps(i)), Domain: "metrics", Isolated: true},
 		{Name: "store", Props: i.withKill(newStoreProps(i)), Domain: "core"},
+		// Dedupe keys expire here, never inside the writer.
+		{Name: "dedupe-sweeper", Domain: "sweeper", Isolated: true,
+			Props: i.withKill(store.NewDedupeSweeperProps(i.db.Load, time.Minute, 1000))},
 	}
 	if cfg.HasRole("edge") {
 		sources, err := edge.NewStaticSources(cfg.Sources)
@@ -96,6 +108,7 @@ func (i *Instance) Start() error {
 		}
 		i.edge = edge.New(edge.SettingsFrom(cfg), i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
 			sources, i.tel, i.health)
+		i.edge.SetStore(i.db.Load)
 		children = append(children, supervision.ChildSpec{
 			Name: edge.SubtreeName, Props: supervision.NewProps(i.edgeChildren(), i.supervisionOptions()), Domain: "core",
 		})

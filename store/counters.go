@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"strings"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -81,6 +82,11 @@ type queueState struct {
 	active  []uint32 // tenants with pending+scheduled > 0, in no particular order
 	total   tenantCounts
 	archive int64
+
+	// dedupe counts each tenant's dedupe keys (dedupe.go), by name because the keys name their tenant; a
+	// pointer so a commit updates a count without storing its record's tenant string in the map.
+	dedupe      map[string]*int64
+	dedupeTotal int64
 }
 
 func (q *queueState) tenant(ord uint32) *tenantState {
@@ -126,12 +132,23 @@ type editSet struct {
 	list    []tenantEdit
 	idx     map[uint32]int
 	archive int64 // delta of the archive obligations
+
+	dedupe      map[string]int64 // new dedupe key count of each touched tenant
+	dedupeDelta int64            // delta of the node's dedupe keys
+}
+
+func newEditSet() editSet {
+	return editSet{idx: make(map[uint32]int), dedupe: make(map[string]int64)}
 }
 
 func (e *editSet) reset() {
 	e.list = e.list[:0]
 	clear(e.idx)
 	e.archive = 0
+	if len(e.dedupe) > 0 {
+		clear(e.dedupe)
+	}
+	e.dedupeDelta = 0
 }
 
 // editLocked returns the edit of tenant ord in the batch being built, starting from its current counts.
@@ -181,6 +198,15 @@ func (db *DB) putCountersLocked(wb *grocksdb.WriteBatch) {
 		db.oval = binary.BigEndian.AppendUint64(db.oval[:0], uint64(db.qs.archive+db.ed.archive))
 		wb.PutCF(meta, db.okey, db.oval)
 	}
+	for tenant, n := range db.ed.dedupe {
+		db.okey = appendDedupeCountKey(db.okey[:0], tenant)
+		if n == 0 {
+			wb.DeleteCF(meta, db.okey) // a tenant's last key gone leaves nothing behind
+			continue
+		}
+		db.oval = binary.BigEndian.AppendUint64(db.oval[:0], uint64(n))
+		wb.PutCF(meta, db.okey, db.oval)
+	}
 }
 
 // applyEditsLocked makes the written batch's counters the in-memory ones (under cmu, after the write
@@ -200,13 +226,25 @@ func (db *DB) applyEditsLocked(names []tenantOrd) {
 		}
 	}
 	db.qs.archive += db.ed.archive
+	for tenant, n := range db.ed.dedupe {
+		switch c := db.qs.dedupe[tenant]; {
+		case n == 0:
+			delete(db.qs.dedupe, tenant)
+		case c != nil:
+			*c = n
+		default:
+			// The edit's key may be a caller's string; the image keeps a copy of its own.
+			db.qs.dedupe[strings.Clone(tenant)] = &n
+		}
+	}
+	db.qs.dedupeTotal += db.ed.dedupeDelta
 	db.ed.reset()
 }
 
 // loadCounters reads every tenant's counters and the archive count (O(tenants)); called by Open after the
 // tenant ordinals are loaded.
 func (db *DB) loadCounters() error {
-	db.qs = queueState{tenants: make(map[uint32]*tenantState)}
+	db.qs = queueState{tenants: make(map[uint32]*tenantState), dedupe: make(map[string]*int64)}
 	for name, ord := range db.ords {
 		db.qs.tenant(ord).name = name
 	}
@@ -239,7 +277,16 @@ func (db *DB) loadCounters() error {
 	default:
 		db.qs.archive = int64(binary.BigEndian.Uint64(a))
 	}
-	return nil
+	return db.scan(cfDefault, []byte(dedupeCountPrefix), func(k, v []byte) error {
+		tenant := string(k[len(dedupeCountPrefix):])
+		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+			return fmt.Errorf("dedupe key count of tenant %q = %x: want a non-negative 8-byte count", tenant, v)
+		}
+		n := int64(binary.BigEndian.Uint64(v))
+		db.qs.dedupe[tenant] = &n
+		db.qs.dedupeTotal += n
+		return nil
+	})
 }
 
 // migrateV1 brings a format 1 store (written before dispatch existed: no counters; every due key a first

@@ -47,6 +47,11 @@ type Options struct {
 	Dir    string // <data_dir>/<instance>/store; created if missing
 	Log    zerolog.Logger
 	Faults *Faults // nil in production
+
+	// DedupeMaxEntries (dedupe.max_entries) bounds the dedupe keys on the node and DedupeMaxEntriesPerTenant
+	// (dedupe.max_entries_per_tenant) those of one tenant; 0 is unlimited. A record whose new key would pass
+	// either is refused with ErrDedupeQuota.
+	DedupeMaxEntries, DedupeMaxEntriesPerTenant int64
 }
 
 // Faults lets tests inject failures into the commit path.
@@ -54,6 +59,9 @@ type Faults struct {
 	// BeforeCommit runs inside CommitHooks just before the synced write. It may block (to hold the sync) or
 	// return an error (the commit then fails with it and nothing is written).
 	BeforeCommit func() error
+	// AfterDedupeScan runs inside SweepDedupe after it read the due expiry keys and before it takes the write
+	// lock, so a test can commit in between.
+	AfterDedupeScan func()
 }
 
 // Record is one hook to commit: its encoded value and the obligations to write beside it.
@@ -66,6 +74,32 @@ type Record struct {
 	Value      []byte // AppendHook output, encoded on the caller's goroutine
 	Sinks      []SinkBinding
 	Archive    bool // write an archive obligation (only while the storage role runs)
+
+	// DedupeKey is the provider event key; with DedupeTTL > 0 the record is committed only if no live key of
+	// (Tenant, Source, DedupeKey) exists, and then holds the key for DedupeTTL. Either one empty: no dedupe.
+	DedupeKey string
+	DedupeTTL time.Duration
+
+	// Outcome is written by CommitHooks for every record of a call that returned no error.
+	Outcome Outcome
+}
+
+// OutcomeStatus is what CommitHooks did with one record.
+type OutcomeStatus uint8
+
+// Outcome statuses. The zero value is none of them: a record whose commit failed, or never ran.
+const (
+	OutcomeCommitted OutcomeStatus = iota + 1 // written with its seq
+	OutcomeDuplicate                          // a live key of its scope exists: nothing written, no seq
+	OutcomeRefused                            // not written, no seq: Err says why (ErrDedupeQuota)
+)
+
+// Outcome is one record's share of a successful CommitHooks.
+type Outcome struct {
+	Status     OutcomeStatus
+	Seq        uint64   // committed: the record's seq
+	OriginalID [16]byte // duplicate: the id of the hook holding the key
+	Err        error    // refused: ErrDedupeQuota, or ErrBadKey/ErrCorruptValue for a scope or key it cannot use
 }
 
 // SinkBinding names one sink of the hook's source: its index in the source's sink list, its type, and whether
@@ -113,6 +147,10 @@ type DB struct {
 	key, val   []byte               // scratch encodings, copied into wb by RocksDB
 	newTenants []tenantOrd
 	lastCommit int64 // commit time of the last group (unix ms): commit times never go backwards
+	// seen maps the dedupe scopes committed earlier in the group being built to their hook ids: the first
+	// occurrence of a key wins within a group as across groups.
+	seen                       map[DedupeScope][16]byte
+	dedupeMax, dedupeMaxTenant int64
 
 	// cmu is held by every write that changes a counter, from reading the counters it starts from until its
 	// batch is written and applied to qs, so batches reach RocksDB in the order their absolute counter values
@@ -150,7 +188,9 @@ func Open(opts Options) (*DB, error) {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
-		notify: make(chan struct{}, 1), ed: editSet{idx: make(map[uint32]int)}, wroUpper: make([]byte, 0, 32)}
+		notify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+		seen: make(map[DedupeScope][16]byte), dedupeMax: max(0, opts.DedupeMaxEntries),
+		dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant)}
 	if err := db.open(fresh); err != nil {
 		db.release()
 		return nil, &OpenError{Path: opts.Dir, Err: err}
@@ -421,17 +461,29 @@ func (db *DB) StoreID() string { return db.storeID }
 // NextSeq is the seq the next committed hook will get at the earliest.
 func (db *DB) NextSeq() uint64 { return db.nextSeq.Load() }
 
-// CommitHooks writes recs as one synced WriteBatch: per record the hook row, one pending delivery row and due key
-// per sink, the archive obligation when asked, plus new tenant ordinals, the new counters of every tenant it
-// touches and m:next_seq. It returns the seq of recs[0]; recs[i] has first+i. It returns only after the batch is
-// synced (or failed, with nothing written). A record with neither sinks nor an archive obligation gets its seq
-// but no row: nothing would ever reclaim it (inventory E.3, "acked with a seq but not stored").
+// CommitHooks writes recs as one synced WriteBatch and sets every record's Outcome. Per record it first settles
+// dedupe (a record with a DedupeKey and DedupeTTL > 0), in the order of recs, at the group's commit time:
+//   - a live key of the record's scope, in the store or committed earlier in recs: OutcomeDuplicate with the
+//     first occurrence's id (the writer's re-check, inventory K.10: a caller's dedupe read may predate another
+//     partition's commit);
+//   - else a new key that would pass DedupeMaxEntries or DedupeMaxEntriesPerTenant: OutcomeRefused with
+//     ErrDedupeQuota (a hook is never stored without its key);
+//   - else the record is committed and its dedupe key and expiry key go into the batch.
+//
+// A committed record gets the hook row, one pending delivery row and due key per sink, the archive obligation
+// when asked; the batch adds new tenant ordinals, the new counters of every tenant it touches and m:next_seq.
+// Duplicate and refused records get no seq and nothing of them is written. It returns the seq of the first
+// committed record: the committed records get first, first+1, … in the order of recs (each in its
+// Outcome.Seq). It returns only after the batch is synced (or failed, with nothing written and no Outcome to
+// read); a call that commits nothing writes nothing. A record with neither sinks nor an archive obligation
+// gets its seq (and its dedupe key) but no row: nothing would ever reclaim it (inventory E.3, "acked with a
+// seq but not stored").
 //
 // Every new row is first due at the group's commit time (unix ms, never earlier than the previous group's), not
 // at its ReceivedAt: first attempts then sort in the due index by seq, which ordered lanes rely on.
 //
-// Seqs are dense within a call and strictly increasing across calls and restarts; a failed call burns its seqs.
-// Concurrent callers are serialised.
+// Seqs are dense over the committed records of a call and strictly increasing across calls and restarts; a
+// failed write burns its seqs. Concurrent callers are serialised.
 func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
@@ -446,10 +498,6 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	if len(recs) == 0 {
 		return first, nil
 	}
-	next := first + uint64(len(recs))
-	// Burned before the write: whatever happens below, these seqs are never handed out again in this process,
-	// and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
-	db.nextSeq.Store(next)
 	at := max(time.Now().UnixMilli(), db.lastCommit)
 	db.lastCommit = at
 
@@ -457,16 +505,37 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	wb.Clear()
 	db.ed.reset()
 	db.newTenants = db.newTenants[:0]
+	if len(db.seen) > 0 {
+		clear(db.seen)
+	}
+	defer func() {
+		if len(db.seen) > 0 {
+			clear(db.seen) // drop the records' strings now rather than at the next commit
+		}
+	}()
 	ordBefore := db.nextOrd
 	hooks, deliveries, index := db.cfs[cfHooks], db.cfs[cfDeliveries], db.cfs[cfIndex]
 	rows := 0
-	for i, r := range recs {
+	seq := first
+	for _, r := range recs {
+		r.Outcome = Outcome{}
+		if r.DedupeKey != "" && r.DedupeTTL > 0 {
+			commit, err := db.dedupeLocked(wb, r, at)
+			if err != nil {
+				db.ed.reset()
+				return 0, err
+			}
+			if !commit {
+				continue
+			}
+		}
+		r.Outcome = Outcome{Status: OutcomeCommitted, Seq: seq}
+		seq++
 		if len(r.Sinks) == 0 && !r.Archive {
 			continue
 		}
 		rows++
-		seq := first + uint64(i)
-		db.key = AppendHookKey(db.key[:0], seq)
+		db.key = AppendHookKey(db.key[:0], r.Outcome.Seq)
 		wb.PutCF(hooks, db.key, r.Value)
 		if len(r.Sinks) > 0 {
 			ord := db.ordinalLocked(r.Tenant)
@@ -474,10 +543,10 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 			for _, s := range r.Sinks {
 				row := DeliveryRow{SinkIndex: s.Index, SinkType: s.Type, State: StatePending, DueAt: at, Size: r.Size,
 					Source: r.Source, Ordered: s.Ordered, ReceivedAt: r.ReceivedAt}
-				db.key = DeliveryKey{Seq: seq, Sink: s.Index}.Append(db.key[:0])
+				db.key = DeliveryKey{Seq: r.Outcome.Seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendDeliveryRow(db.val[:0], &row)
 				wb.PutCF(deliveries, db.key, db.val)
-				db.key = DueKey{Ord: ord, At: at, Seq: seq, Sink: s.Index}.Append(db.key[:0])
+				db.key = DueKey{Ord: ord, At: at, Seq: r.Outcome.Seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendIndexValue(db.val[:0], r.Size)
 				wb.PutCF(index, db.key, db.val)
 				e.dueWritten(db.key)
@@ -486,12 +555,22 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 			}
 		}
 		if r.Archive {
-			db.key = AppendArchiveKey(db.key[:0], seq)
+			db.key = AppendArchiveKey(db.key[:0], r.Outcome.Seq)
 			db.val = AppendIndexValue(db.val[:0], r.Size)
 			wb.PutCF(index, db.key, db.val)
 			db.ed.archive++
 		}
 	}
+	if seq == first {
+		// Every record was a duplicate or refused: nothing to write, no seq burned, no ordinal assigned (only a
+		// committed record with sinks takes one).
+		db.ed.reset()
+		return first, nil
+	}
+	// Burned before the write: whatever happens below, these seqs are never handed out again in this process,
+	// and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
+	next := seq
+	db.nextSeq.Store(next)
 	meta := db.cfs[cfDefault]
 	for _, t := range db.newTenants {
 		db.key = appendTenantKey(db.key[:0], t.tenant)

@@ -8,8 +8,9 @@
 // (the batch is atomic).
 //
 // Around it:
-//  1. Seqs are dense within a group, strictly increasing across groups and restarts, and never reused: a failed
-//     commit burns its seqs, and m:next_seq is written in the same batch as the rows it covers.
+//  1. Seqs are dense over the committed records of a group, strictly increasing across groups and restarts, and
+//     never reused: a failed commit burns its seqs, and m:next_seq is written in the same batch as the rows it
+//     covers.
 //  2. A torn WAL tail (an unacknowledged write) is dropped on open; damage before it refuses to open. An
 //     unreadable store is an error, never an empty store.
 //  3. A scan that fails is an error, never a short answer.
@@ -24,6 +25,11 @@
 //     ActiveTenants read that image, never the index, so the gauges and the scheduler's tenant list cost the
 //     same at a thousand rows as at a million.
 //  8. A hook is deleted with its last delivery row when no archive obligation holds it; dead rows keep it.
+//  9. The dedupe index (dedupe.go) holds at most one key per (tenant, source, provider event key), written in
+//     the synced batch of the hook that first used it; CommitHooks decides every record's dedupe in that batch,
+//     so the first occurrence of a key wins and a hook is never stored without its key. Its counts (per tenant,
+//     and their sum) obey invariant 7 and bound the index (dedupe.max_entries, max_entries_per_tenant). Only
+//     SweepDedupe deletes keys, and only a key whose expiry is the one its expiry key named.
 //
 // # Locks
 //
@@ -31,10 +37,12 @@
 //
 //   - commitMu serialises CommitHooks: seq and ordinal assignment follow write order.
 //   - cmu is held by every write that changes a counter (CommitHooks, ClaimDue, Complete, Reschedule, Bury,
-//     RecoverInflight, ReplayDeadStep, and PutReplayJob so a steer and a step cannot interleave), from reading
-//     the counters until the batch is written and applied. Counter values are absolute, so two batches touching
-//     one tenant must reach RocksDB in the order their values were computed; holding cmu across the write is
-//     what guarantees it.
+//     RecoverInflight, ReplayDeadStep, SweepDedupe, and PutReplayJob so a steer and a step cannot interleave),
+//     from reading the counters until the batch is written and applied. Counter values are absolute, so two
+//     batches touching one tenant must reach RocksDB in the order their values were computed; holding cmu
+//     across the write is what guarantees it. It also makes a dedupe key's read and its write (CommitHooks) or
+//     delete (SweepDedupe) one step: the sweeper reads the due expiry keys without it, then re-reads each key
+//     under it.
 //   - closeMu is held shared by every call that touches a RocksDB handle and exclusively by Close.
 //   - stateMu guards the in-memory counters for readers (Counts, TenantCounts, ActiveTenants, TenantName, the
 //     tenants' seek heads); writers change them holding cmu and stateMu both. Readers never wait for a write.

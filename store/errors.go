@@ -24,6 +24,12 @@ var (
 	// ErrNotClaimed answers an outcome (Complete, Reschedule, Bury) for a row that is not claimed: it was
 	// settled already or put back as due by RecoverInflight. Nothing was written; the row is delivered again.
 	ErrNotClaimed = errors.New("store: delivery row is not claimed")
+	// ErrDedupeQuota refuses a record whose new dedupe key would pass dedupe.max_entries or
+	// dedupe.max_entries_per_tenant (503 dedupe_quota); nothing of it was written.
+	ErrDedupeQuota = errors.New("store: dedupe quota reached")
+	// errOutcomeUnset answers a record its committer returned without an Outcome: a broken Committer, never a
+	// 2xx for a record nobody said was written.
+	errOutcomeUnset = errors.New("store: committer set no outcome for the record")
 )
 
 // OpenError is a refusal to open the store at Path. It matches ErrOpenFailed.

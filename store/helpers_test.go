@@ -11,9 +11,16 @@ import (
 
 func openTest(t testing.TB, dir string, faults *Faults) *DB {
 	t.Helper()
-	db, err := Open(Options{Dir: dir, Log: zerolog.Nop(), Faults: faults})
+	return openWith(t, Options{Dir: dir, Faults: faults})
+}
+
+// openWith opens the store opts describe (logging nowhere) and closes it when the test ends.
+func openWith(t testing.TB, opts Options) *DB {
+	t.Helper()
+	opts.Log = zerolog.Nop()
+	db, err := Open(opts)
 	if err != nil {
-		t.Fatalf("Open(%s): %v", dir, err)
+		t.Fatalf("Open(%s): %v", opts.Dir, err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	return db

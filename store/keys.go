@@ -12,13 +12,15 @@ import (
 //	             t:<tenant> → ord:32,
 //	             c:<ord:32> → pending:64 scheduled:64 inflight:64 dead:64 pending_bytes:64 (counters.go),
 //	             m:archive_pending → uint64, l:<ord:32><sink:16><source> → seq:64 until:64 (lanes.go),
-//	             j:<id:128> → replay job (replay.go)
+//	             j:<id:128> → replay job (replay.go), u:<tenant> → live dedupe keys:64 (dedupe.go)
 //	hooks CF     seq:64 → hook value (hook.go)
 //	deliveries   seq:64, sink:16 → delivery row (delivery.go)
 //	index CF     'd', ord:32, at_ms:64, seq:64, sink:16 → size:32             (due: pending, retry, parked)
 //	             'f', ord:32, seq:64, sink:16 → size:32, due_at:64            (inflight: claimed)
 //	             'x', ord:32, dead_at:64, seq:64, sink:16 → size:32           (dead: the DLQ)
 //	             'a', seq:64 → size:32                                       (archive obligation)
+//	             'u', tenant, 0x00, len(source):16, source, key → expires_at:64, original_id:128 (dedupe key)
+//	             'e', expires_at:64, tenant, 0x00, len(source):16, source, key → empty      (dedupe expiry)
 
 // Index key prefixes (the first byte of every index CF key).
 const (
@@ -26,6 +28,9 @@ const (
 	IndexInflight byte = 'f'
 	IndexDead     byte = 'x'
 	IndexArchive  byte = 'a'
+	// IndexDedupe and IndexDedupeExpiry prefix the dedupe index (dedupe.go).
+	IndexDedupe       byte = 'u'
+	IndexDedupeExpiry byte = 'e'
 )
 
 // Encoded key lengths.
@@ -52,6 +57,7 @@ const (
 	counterPrefix     = "c:"
 	lanePrefix        = "l:"
 	jobPrefix         = "j:"
+	dedupeCountPrefix = "u:"
 )
 
 // FormatVersion is the on-disk format this package writes. Version 1 (no counters, no inflight or dead keys) is

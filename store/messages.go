@@ -17,10 +17,15 @@ const (
 	Expired
 )
 
-// Result answers one Pending. Err == nil means committed and synced, with Seq.
+// Result answers one Pending. Err == nil and !Duplicate: committed and synced, with Seq. Duplicate: a live dedupe
+// key of the record's scope holds OriginalID (201 with that id, "duplicate": true); nothing was written and no
+// seq given. Err != nil: nothing of the record was written; ErrDedupeQuota when its new dedupe key would pass a
+// quota (503 dedupe_quota).
 type Result struct {
-	Seq uint64
-	Err error
+	Seq        uint64
+	Duplicate  bool
+	OriginalID [16]byte
+	Err        error
 }
 
 // Pending is one record waiting for its group. The edge allocates it (pooled), fills Record, sends it inside a

@@ -11,6 +11,8 @@ import (
 )
 
 // Committer is what the writer commits through; *DB implements it, tests wrap it to count or fail commits.
+// A call that returns no error sets every record's Outcome (see DB.CommitHooks); the writer answers each
+// record from it and ignores the returned seq.
 type Committer interface {
 	CommitHooks(recs []*Record) (uint64, error)
 }
@@ -207,13 +209,9 @@ func (w *writer) fits(g *group, b *Batch) bool {
 func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
 	defer w.shared.tasks.Done()
 	start := time.Now()
-	first, err := commitRecovered(w.db, g.recs)
+	_, err := commitRecovered(w.db, g.recs)
 	for i, p := range g.pendings {
-		r := Result{Err: err}
-		if err == nil {
-			r.Seq = first + uint64(i)
-		}
-		answer(w.opts.Log, p, r)
+		answer(w.opts.Log, p, resultOf(g.recs[i], err))
 	}
 	for _, b := range g.batches {
 		sendBatchDone(root, b)
@@ -233,6 +231,24 @@ func commitRecovered(db Committer, recs []*Record) (first uint64, err error) {
 		}
 	}()
 	return db.CommitHooks(recs)
+}
+
+// resultOf is the Result of a record of a group whose commit returned err.
+func resultOf(r *Record, err error) Result {
+	if err != nil {
+		return Result{Err: err}
+	}
+	switch o := &r.Outcome; o.Status {
+	case OutcomeCommitted:
+		return Result{Seq: o.Seq}
+	case OutcomeDuplicate:
+		return Result{Duplicate: true, OriginalID: o.OriginalID}
+	case OutcomeRefused:
+		if o.Err != nil {
+			return Result{Err: o.Err}
+		}
+	}
+	return Result{Err: errOutcomeUnset}
 }
 
 // answer sends p its one Result. Done has room by contract; a full channel means the caller broke it, and

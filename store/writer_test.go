@@ -43,8 +43,15 @@ type crash struct{}
 
 func newWriterRig(t *testing.T, opts WriterOptions) *writerRig {
 	t.Helper()
+	return newWriterRigWith(t, opts, Options{})
+}
+
+// newWriterRigWith is newWriterRig over a store opened with storeOpts (its Dir and Faults are the rig's).
+func newWriterRigWith(t *testing.T, opts WriterOptions, storeOpts Options) *writerRig {
+	t.Helper()
 	r := &writerRig{t: t, gate: newGate(), done: make(chan *BatchDone, 1024)}
-	r.db = openTest(t, t.TempDir(), &Faults{BeforeCommit: r.gate.beforeCommit})
+	storeOpts.Dir, storeOpts.Faults = t.TempDir(), &Faults{BeforeCommit: r.gate.beforeCommit}
+	r.db = openWith(t, storeOpts)
 	r.cc = &countingCommitter{Committer: r.db}
 	r.system = actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
@@ -419,5 +426,130 @@ func TestPendingExpireAndStartAreExclusive(t *testing.T) {
 		if p.State() != Waiting {
 			t.Fatal("Reset did not return to Waiting")
 		}
+	}
+}
+
+// dedupePendings returns n pendings of tenant acme all carrying dedupe key key.
+func (r *writerRig) dedupePendings(n int, key string) []*Pending {
+	ps := r.pendings(n, "acme")
+	for _, p := range ps {
+		p.DedupeKey, p.DedupeTTL = key, dedupeTTL
+	}
+	return ps
+}
+
+// Inventory K.10 / seed batcher row: "Because a caller's dedupe read can predate another partition's commit, the
+// writer re-validates it before it assigns seqs: the first occurrence of a key wins, and later ones answer
+// duplicate with its hook id." Two partitions' batches with one key merged into one group.
+func TestWriterAnswersTheSecondOccurrenceInOneGroupDuplicate(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	held := r.holdFirstGroup()
+	a := r.dedupePendings(1, "evt")
+	plain := r.pendings(1, "acme")
+	b := r.dedupePendings(1, "evt")
+	r.send(1, append(a, plain...))
+	r.send(2, b)
+	r.gate.open()
+	h := r.result(held)
+	ra, rp, rb := r.result(a[0]), r.result(plain[0]), r.result(b[0])
+	if ra.Err != nil || ra.Duplicate || ra.Seq != h.Seq+1 {
+		t.Fatalf("first occurrence: %+v, want committed at seq %d", ra, h.Seq+1)
+	}
+	if rp.Err != nil || rp.Duplicate || rp.Seq != h.Seq+2 {
+		t.Fatalf("record without a key: %+v, want committed at seq %d", rp, h.Seq+2)
+	}
+	if rb.Err != nil || !rb.Duplicate || rb.OriginalID != a[0].ID || rb.Seq != 0 {
+		t.Fatalf("second occurrence: %+v, want duplicate of %x with no seq", rb, a[0].ID[:4])
+	}
+	for range 3 {
+		r.batchDone()
+	}
+	if calls := r.cc.calls.Load(); calls != 2 {
+		t.Fatalf("%d commits, want 2 (the held group, then both partitions' batches in one)", calls)
+	}
+}
+
+// The same sentence across groups: the second record's caller looked the key up while the first record's
+// group was syncing (so found nothing), and the writer still answers it duplicate.
+func TestWriterRecheckCatchesADuplicateWhoseLookupPredatedTheCommit(t *testing.T) {
+	r := newWriterRig(t, WriterOptions{})
+	r.gate.holdNext()
+	a := r.dedupePendings(1, "evt")
+	r.send(1, a)
+	r.gate.waitEntered(t)
+	if _, ok, err := r.db.LookupDedupe("acme", "src", "evt", time.Now()); err != nil || ok {
+		t.Fatalf("LookupDedupe during the first commit's sync = %v, %v; want a miss", ok, err)
+	}
+	b := r.dedupePendings(1, "evt")
+	r.send(2, b)
+	r.gate.open()
+	ra, rb := r.result(a[0]), r.result(b[0])
+	if ra.Err != nil || ra.Duplicate {
+		t.Fatalf("first occurrence: %+v", ra)
+	}
+	if rb.Err != nil || !rb.Duplicate || rb.OriginalID != a[0].ID {
+		t.Fatalf("second occurrence: %+v, want duplicate of the first", rb)
+	}
+	r.batchDone()
+	r.batchDone()
+	ids, err := r.db.HookIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := ids[b[0].ID]; ok || len(ids) != 1 {
+		t.Fatalf("stored hooks %v: the duplicate was stored", ids)
+	}
+}
+
+// Seed, Ingest row: a hook whose key would pass the quota "is refused 503 dedupe_quota": the writer answers
+// ErrDedupeQuota for it alone while the rest of its group commits with dense seqs.
+func TestWriterAnswersDedupeQuotaPerRecord(t *testing.T) {
+	r := newWriterRigWith(t, WriterOptions{}, Options{DedupeMaxEntries: 1})
+	ps := r.dedupePendings(1, "k1")
+	ps = append(ps, r.dedupePendings(1, "k2")...)
+	ps = append(ps, r.pendings(1, "acme")...)
+	ps = append(ps, r.dedupePendings(1, "k1")...)
+	r.send(0, ps)
+	res := make([]Result, len(ps))
+	for i, p := range ps {
+		res[i] = r.result(p)
+	}
+	r.batchDone()
+	if res[0].Err != nil || res[0].Duplicate {
+		t.Fatalf("first key: %+v", res[0])
+	}
+	if !errors.Is(res[1].Err, ErrDedupeQuota) || res[1].Seq != 0 {
+		t.Fatalf("key past the quota: %+v, want ErrDedupeQuota", res[1])
+	}
+	if res[2].Err != nil || res[2].Seq != res[0].Seq+1 {
+		t.Fatalf("record without a key: %+v, want seq %d", res[2], res[0].Seq+1)
+	}
+	if !res[3].Duplicate || res[3].OriginalID != ps[0].ID {
+		t.Fatalf("duplicate of the first key: %+v", res[3])
+	}
+}
+
+// noOutcomeCommitter reports success without setting any outcome: a broken Committer.
+type noOutcomeCommitter struct{}
+
+func (noOutcomeCommitter) CommitHooks([]*Record) (uint64, error) { return 1, nil }
+
+// Inventory K.1, never 2xx before durable acceptance: the writer answers from each record's outcome, so a
+// record its committer said nothing about is an error, never a commit.
+func TestWriterNeverAnswersCommittedWithoutAnOutcome(t *testing.T) {
+	system := quietSystem()
+	defer system.Shutdown()
+	pid := system.Root.Spawn(NewWriterProps(noOutcomeCommitter{}, WriterOptions{}))
+	defer func() { _ = system.Root.StopFuture(pid).Wait() }()
+	p := NewPending()
+	p.Record = *makeRecord(t, "acme", 8, SinkBinding{Type: "http"})
+	system.Root.Send(pid, &Batch{Records: []*Pending{p}})
+	select {
+	case res := <-p.Done:
+		if !errors.Is(res.Err, errOutcomeUnset) {
+			t.Fatalf("Result %+v, want errOutcomeUnset", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Result")
 	}
 }

@@ -25,6 +25,8 @@ type Metrics struct {
 	QueueBytes       prometheus.Gauge
 	StoreNextSeq     prometheus.Gauge
 	StoreUnavailable prometheus.Gauge
+	// SourcesWithoutDedupe counts the configured sources with no dedupe (each also a boot warning).
+	SourcesWithoutDedupe prometheus.Gauge
 
 	Dispatch *DispatchMetrics
 	Trust    *TrustMetrics
@@ -73,7 +75,10 @@ func newMetrics(instance string) *Metrics {
 			Name: "ankusa_store_unavailable_seconds", Help: "How long the store has been unable to commit (0 when healthy).", ConstLabels: l,
 		}),
 	}
-	reg.MustRegister(m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
+	m.SourcesWithoutDedupe = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ankusa_sources_without_dedupe", Help: "Configured sources with no dedupe key.", ConstLabels: l,
+	})
+	reg.MustRegister(m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)

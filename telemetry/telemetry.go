@@ -13,6 +13,7 @@ import (
 // Ingest outcomes, the values of ankusa_ingest_requests_total{outcome}.
 const (
 	OutcomeCommitted        = "committed"
+	OutcomeDuplicate        = "duplicate"
 	OutcomeOverload         = "overload"
 	OutcomeStoreUnavailable = "store_unavailable"
 	OutcomeDeadline         = "deadline_exceeded"
