@@ -68,7 +68,22 @@ type HTTP struct {
 	Prefix       string `yaml:"prefix"`         // default "/webhooks"; must start with "/"; "/" means no prefix
 	Routing      string `yaml:"routing"`        // default "path"; path|tenant_path
 	MaxBodyBytes int64  `yaml:"max_body_bytes"` // default 8_000_000; > 0
+	// TLS serves the ingest port over TLS when cert_file and key_file are set.
+	TLS TLS `yaml:"tls"`
 }
+
+// TLS is the ingest listener's TLS (http.tls).
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientAuth asks clients for a certificate: none (default) | request (any certificate; client_cert
+	// sources check it against their pins) | require (a certificate signed by client_ca_file).
+	ClientAuth   string `yaml:"client_auth"`
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether the ingest listener serves TLS.
+func (t TLS) Enabled() bool { return t.CertFile != "" || t.KeyFile != "" }
 
 // Admin is the operator API listener (and /metrics).
 type Admin struct {

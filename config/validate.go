@@ -46,6 +46,20 @@ func (c *Config) validate(ps *problems) {
 		ps.oneOf("http.routing", routingModes, c.HTTP.Routing)
 	}
 	positive(ps, "http.max_body_bytes", c.HTTP.MaxBodyBytes)
+	if t := c.HTTP.TLS; t.Enabled() || t.ClientAuth != "" || t.ClientCAFile != "" {
+		if t.CertFile == "" || t.KeyFile == "" {
+			ps.add("http.tls", "cert_file and key_file are both required")
+		}
+		switch t.ClientAuth {
+		case "", "none", "request":
+		case "require":
+			if t.ClientCAFile == "" {
+				ps.add("http.tls.client_ca_file", "is required with client_auth require")
+			}
+		default:
+			ps.oneOf("http.tls.client_auth", []string{"none", "request", "require"}, t.ClientAuth)
+		}
+	}
 	// The top-level alias is resolved by Parse; on a Config built in code only http.max_body_bytes counts.
 	if c.MaxBodyBytes < 0 {
 		ps.mustBe("max_body_bytes", "> 0", c.MaxBodyBytes)

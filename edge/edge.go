@@ -28,6 +28,7 @@ type Settings struct {
 	MaxQueueBytes  int64
 	MaxCommits     int
 	RecordDeadline time.Duration
+	TLS            config.TLS
 	RateLimits     config.RateLimits
 	Quarantine     config.Quarantine
 	// Archive asks each commit for an archive obligation. It is set only once a
@@ -51,6 +52,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 		MaxQueueBytes:  b.MaxQueueBytes,
 		MaxCommits:     b.MaxCommits,
 		RecordDeadline: time.Duration(b.RecordDeadlineMS) * time.Millisecond,
+		TLS:            cfg.HTTP.TLS,
 		RateLimits:     cfg.RateLimits,
 		Quarantine:     cfg.Quarantine,
 		// The storage role's compactor is not part of this build yet, so no commit writes

@@ -100,6 +100,11 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 
 	// Verification reads the exact bytes and every header, before store_headers drops any.
 	vreq := verify.Request{Body: body, Header: sc.header, Query: sc.query, Now: start}
+	if trust.PeerCert {
+		if st := ctx.TLSConnectionState(); st != nil && len(st.PeerCertificates) > 0 {
+			vreq.PeerCert = st.PeerCertificates[0]
+		}
+	}
 	vres := trust.Verifier.Verify(&vreq)
 	if vres.WeakHash {
 		e.tel.WeakHash(src.ID, vres.Scheme)

@@ -1,16 +1,21 @@
 package edge
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/valyala/fasthttp"
+
+	"github.com/ankusa-go/ankusa/config"
 )
 
 // listener owns the ingest socket. Its Started opens the port (a port that cannot be
@@ -61,6 +66,12 @@ func (l *listener) start() error {
 		Concurrency:                  64 << 10,
 		ErrorHandler:                 l.e.transportError,
 	}
+	if tcfg, err := tlsConfig(l.e.set.TLS); err != nil {
+		_ = ln.Close()
+		return err
+	} else if tcfg != nil {
+		ln = tls.NewListener(ln, tcfg)
+	}
 	bound := ln.Addr().String()
 	l.e.addr.Store(&bound)
 	l.done.Add(1)
@@ -101,4 +112,33 @@ func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
 		e.log.Debug().Err(err).Msg("request could not be parsed")
 		e.refuseEarly(ctx, refuseBadRequest)
 	}
+}
+
+// tlsConfig builds the ingest listener's TLS; nil when TLS is off. With client_auth
+// request any client certificate is taken and client_cert sources check it against
+// their pins; with require it must chain to client_ca_file.
+func tlsConfig(t config.TLS) (*tls.Config, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("edge: cannot load the TLS certificate: %w", err)
+	}
+	c := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	switch t.ClientAuth {
+	case "request":
+		c.ClientAuth = tls.RequestClientCert
+	case "require":
+		pem, err := os.ReadFile(t.ClientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("edge: cannot read client_ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("edge: client_ca_file holds no PEM certificate")
+		}
+		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return c, nil
 }

@@ -26,6 +26,9 @@ type Trust struct {
 	// TrustURLTenant: the operator accepts that this shared source, verifying nothing, takes whichever
 	// tenant a tenant_path URL names.
 	TrustURLTenant bool
+	// PeerCert: the verifier reads the TLS client certificate, so the handler hands it over
+	// (for client_cert sources alone, as the design asks).
+	PeerCert bool
 }
 
 // NewTrust builds a source's trust bundle. Errors wrap ErrBadTrust, or the verifier's *verify.SpecError
@@ -40,6 +43,7 @@ func NewTrust(src config.Source) (*Trust, error) {
 		OnFailure:      src.OnVerifyFailure,
 		Headers:        NewHeaderPolicy(src.StoreHeaders, src.Verify.CredentialHeaders()),
 		TrustURLTenant: src.TrustURLTenant,
+		PeerCert:       src.Verify.Type == "client_cert",
 	}
 	switch t.OnFailure {
 	case "":
