@@ -101,6 +101,7 @@ type Edge struct {
 	health   *Health
 	system   *actor.ActorSystem
 	limits   *limits
+	pen      pen
 	db       func() *store.DB // the open store, for the dedupe fast path
 
 	batchers []*actor.PID

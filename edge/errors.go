@@ -38,14 +38,15 @@ func (e *RefusedError) Error() string {
 }
 
 var (
-	refuseNotFound      = &RefusedError{Status: 404, Reason: "not_found"}
-	refuseUnknownSource = &RefusedError{Status: 404, Reason: "unknown_source"}
-	refuseSourceStore   = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
-	refuseOverload      = &RefusedError{Status: 503, Reason: "overload", RetryAfter: 1}
-	refuseStore         = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
-	refuseDeadline      = &RefusedError{Status: 503, Reason: "deadline_exceeded", RetryAfter: 1}
-	refuseBadRequest    = &RefusedError{Status: 400, Reason: "bad_request"}
-	refuseDedupeQuota   = &RefusedError{Status: 503, Reason: "dedupe_quota", RetryAfter: 60}
+	refuseNotFound       = &RefusedError{Status: 404, Reason: "not_found"}
+	refuseUnknownSource  = &RefusedError{Status: 404, Reason: "unknown_source"}
+	refuseSourceStore    = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
+	refuseOverload       = &RefusedError{Status: 503, Reason: "overload", RetryAfter: 1}
+	refuseStore          = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
+	refuseDeadline       = &RefusedError{Status: 503, Reason: "deadline_exceeded", RetryAfter: 1}
+	refuseBadRequest     = &RefusedError{Status: 400, Reason: "bad_request"}
+	refuseDedupeQuota    = &RefusedError{Status: 503, Reason: "dedupe_quota", RetryAfter: 60}
+	refuseQuarantineFull = &RefusedError{Status: 503, Reason: "quarantine_full", RetryAfter: 60}
 )
 
 func refuseTooLarge(limit int64) *RefusedError {
@@ -72,6 +73,11 @@ func jsonString(s string) string {
 // refuseVerification is the 401 of a failed signature under on_verify_failure reject;
 // the reason names the check that failed, never a secret.
 func refuseVerification(reason error) *RefusedError {
+	return &RefusedError{Status: 401, Reason: "verification_failed", Detail: refusalDetail{"reason", `"` + verifyReason(reason) + `"`}}
+}
+
+// verifyReason names a verification failure for answers and the pen.
+func verifyReason(reason error) string {
 	name := "no_match"
 	switch reason {
 	case verify.ErrMissingSignature:
@@ -93,5 +99,5 @@ func refuseVerification(reason error) *RefusedError {
 	case verify.ErrNoCertificate:
 		name = "no_certificate"
 	}
-	return &RefusedError{Status: 401, Reason: "verification_failed", Detail: refusalDetail{"reason", `"` + name + `"`}}
+	return name
 }

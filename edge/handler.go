@@ -1,11 +1,13 @@
 package edge
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -121,6 +123,28 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 				return
 			}
 			flagged = true
+		case config.OnVerifyQuarantine:
+			if ok, wait := e.limits.penBuckets.Take(src.ID, start, e.limits.quarantine, 1); !ok {
+				e.answer(ctx, src.ID, start, refuse429("quarantine_rate_limited", wait), "quarantine_rate_limited")
+				return
+			}
+			reason := verifyReason(vres.Reason)
+			hdrs := collectHeaders(&ctx.Request.Header, sc)
+			hdrs, sc.hashed = trust.Headers.Apply(hdrs, sc.hashed[:0])
+			entry := store.QuarantineEntry{
+				Hook: store.Hook{ID: newID(start), ReceivedAt: start.UnixMilli(), Tenant: tenant, Source: src.ID,
+					ContentType: string(ctx.Request.Header.ContentType()), Headers: cloneHeaders(hdrs), Body: bytes.Clone(body)},
+				Method: string(ctx.Method()), Path: string(ctx.Path()), Reason: reason,
+			}
+			if r := e.quarantine(entry); r != nil {
+				e.answer(ctx, src.ID, start, r, r.Reason)
+				return
+			}
+			ctx.SetStatusCode(fasthttp.StatusAccepted)
+			ctx.SetContentType("application/json")
+			ctx.SetBodyString(`{"status":"quarantined","reason":"` + reason + `"}`)
+			e.tel.Ingest(src.ID, "quarantined", time.Since(start))
+			return
 		default:
 			e.answer(ctx, src.ID, start, refuseVerification(vres.Reason), "rejected")
 			return
@@ -341,4 +365,13 @@ func readBody(ctx *fasthttp.RequestCtx, max int64, dst []byte) ([]byte, error) {
 			return dst, err
 		}
 	}
+}
+
+// cloneHeaders copies headers out of the request's reusable memory.
+func cloneHeaders(h []store.Header) []store.Header {
+	out := make([]store.Header, len(h))
+	for i, x := range h {
+		out[i] = store.Header{Name: strings.Clone(x.Name), Value: strings.Clone(x.Value)}
+	}
+	return out
 }

@@ -14,10 +14,12 @@ import (
 
 const ghSecret = "It's a Secret to Everybody"
 
-func ghSign(body []byte) string {
-	m := hmac.New(sha256.New, []byte(ghSecret))
+func ghSign(body []byte) string { return "sha256=" + hmacSHA256(ghSecret, body) }
+
+func hmacSHA256(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
 	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 func ghSource(tenant, onFailure string) config.Source {

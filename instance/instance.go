@@ -62,12 +62,6 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q (this build implements wal.type disk; dual needs the intake log and none needs durable sinks)", ErrUnsupported, cfg.WAL.Type)
 	}
-	for id, src := range cfg.Sources {
-		if src.OnVerifyFailure == config.OnVerifyQuarantine {
-			// Answering 202 needs the durable pen; without it the hook would be promised and lost.
-			return nil, fmt.Errorf("%w: source %s: on_verify_failure quarantine needs the quarantine pen, which this build does not have", ErrUnsupported, id)
-		}
-	}
 	log := opts.Log.With().Str("instance", cfg.Instance).Logger()
 	return &Instance{
 		cfg: cfg, opts: opts, log: log,
@@ -154,6 +148,8 @@ func (i *Instance) edgeChildren() []supervision.ChildSpec {
 			OnCommit:        i.onCommit,
 		})),
 	}}
+	// The quarantine pen's writer: one group commit per tick, apart from the hooks' writer.
+	specs = append(specs, supervision.ChildSpec{Name: edge.PenChild, Domain: "core", Props: i.withKill(edge.NewPenProps(i.edge))})
 	for p := range cfg.Batcher.Partitions {
 		specs = append(specs, supervision.ChildSpec{Name: edge.BatcherChild(p), Domain: "core", Props: i.withKill(edge.NewBatcherProps(i.edge, p, writer))})
 	}

@@ -87,6 +87,9 @@ type queueState struct {
 	// pointer so a commit updates a count without storing its record's tenant string in the map.
 	dedupe      map[string]*int64
 	dedupeTotal int64
+
+	// pen is the quarantine pen's size (quarantine.go); it changes under qmu and stateMu.
+	pen penCounts
 }
 
 func (q *queueState) tenant(ord uint32) *tenantState {
@@ -276,6 +279,9 @@ func (db *DB) loadCounters() error {
 		return fmt.Errorf("%s = %x: want a non-negative 8-byte count", metaArchive, a)
 	default:
 		db.qs.archive = int64(binary.BigEndian.Uint64(a))
+	}
+	if db.qs.pen, err = db.loadPenCounts(); err != nil {
+		return err
 	}
 	return db.scan(cfDefault, []byte(dedupeCountPrefix), func(k, v []byte) error {
 		tenant := string(k[len(dedupeCountPrefix):])

@@ -56,8 +56,9 @@ type Options struct {
 
 // Faults lets tests inject failures into the commit path.
 type Faults struct {
-	// BeforeCommit runs inside CommitHooks just before the synced write. It may block (to hold the sync) or
-	// return an error (the commit then fails with it and nothing is written).
+	// BeforeCommit runs inside CommitHooks, and the quarantine writes (PutQuarantine, PurgeQuarantine,
+	// ReleaseQuarantine), just before the synced write. It may block (to hold the sync) or return an error (the
+	// call then fails with it and nothing is written).
 	BeforeCommit func() error
 	// AfterDedupeScan runs inside SweepDedupe after it read the due expiry keys and before it takes the write
 	// lock, so a test can commit in between.
@@ -112,8 +113,8 @@ type SinkBinding struct {
 
 // DB is an open store. All methods are safe for concurrent use.
 //
-// Lock order: commitMu, then cmu, then closeMu, then stateMu (see doc.go for what each guards and why the
-// synced commit holds cmu).
+// Lock order: commitMu, then cmu, then qmu, then closeMu, then stateMu (see doc.go for what each guards and why
+// the synced commit holds cmu).
 type DB struct {
 	dir    string
 	log    zerolog.Logger
@@ -163,8 +164,18 @@ type DB struct {
 	okey, oval []byte
 	lastKey    []byte
 
-	// stateMu guards qs for readers; writers change qs holding cmu and stateMu both, so Counts, ActiveTenants
-	// and TenantName never wait for a write, let alone an fsync.
+	// qmu serialises the writes of the quarantine pen (quarantine.go) from reading the pen counters until their
+	// batch is written and applied, as cmu does for the queue counters; ReleaseQuarantine takes it after cmu. It
+	// guards the scratch below. A pen write does not take cmu, so a pen tick's fsync never holds up an ingest
+	// commit's counters, and RocksDB may sync both in one WAL write.
+	qmu        sync.Mutex
+	qwb        *grocksdb.WriteBatch
+	qkey, qval []byte
+	qseen      map[[penIDLen]byte]struct{} // pen entries already in the batch being built
+
+	// stateMu guards qs for readers; writers change qs holding cmu and stateMu both (qmu and stateMu for the
+	// pen counters), so Counts, ActiveTenants, TenantName and QuarantineStats never wait for a write, let alone
+	// an fsync.
 	stateMu sync.Mutex
 	qs      queueState
 
@@ -189,8 +200,8 @@ func Open(opts Options) (*DB, error) {
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
 		notify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
-		seen: make(map[DedupeScope][16]byte), dedupeMax: max(0, opts.DedupeMaxEntries),
-		dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant)}
+		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
+		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant)}
 	if err := db.open(fresh); err != nil {
 		db.release()
 		return nil, &OpenError{Path: opts.Dir, Err: err}
@@ -264,6 +275,7 @@ func (db *DB) open(fresh bool) error {
 	db.woAsync = grocksdb.NewDefaultWriteOptions()
 	db.wb = grocksdb.NewWriteBatch()
 	db.owb = grocksdb.NewWriteBatch()
+	db.qwb = grocksdb.NewWriteBatch()
 	db.wro = grocksdb.NewDefaultReadOptions()
 	db.wro.SetVerifyChecksums(true)
 
@@ -402,7 +414,7 @@ func (db *DB) initMeta() error {
 
 // release frees whatever open managed to allocate (every field may be nil).
 func (db *DB) release() {
-	for _, wb := range []*grocksdb.WriteBatch{db.wb, db.owb} {
+	for _, wb := range []*grocksdb.WriteBatch{db.wb, db.owb, db.qwb} {
 		if wb != nil {
 			wb.Destroy()
 		}
@@ -494,10 +506,17 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	if db.closed {
 		return 0, ErrClosed
 	}
-	first = db.nextSeq.Load()
 	if len(recs) == 0 {
-		return first, nil
+		return db.nextSeq.Load(), nil
 	}
+	return db.commitLocked(recs, nil)
+}
+
+// commitLocked is CommitHooks with its locks held (commitMu, cmu, closeMu shared; the store open). With rel set
+// it is a quarantine release (ReleaseQuarantine, which also holds qmu): rel's pen entry is deleted and the pen
+// counters rewritten in the same batch, unless the record was refused.
+func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err error) {
+	first = db.nextSeq.Load()
 	at := max(time.Now().UnixMilli(), db.lastCommit)
 	db.lastCommit = at
 
@@ -514,16 +533,84 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 		}
 	}()
 	ordBefore := db.nextOrd
+	seq, rows, err := db.addRecordsLocked(wb, recs, first, at)
+	if err != nil {
+		db.ed.reset()
+		return 0, err
+	}
+	release := rel != nil && recs[0].Outcome.Status != OutcomeRefused
+	if seq == first && !release {
+		// Every record was a duplicate or refused: nothing to write, no seq burned, no ordinal assigned (only a
+		// committed record with sinks takes one).
+		db.ed.reset()
+		return first, nil
+	}
+	meta := db.cfs[cfDefault]
+	if seq != first {
+		// Burned before the write: whatever happens below, these seqs are never handed out again in this
+		// process, and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
+		db.nextSeq.Store(seq)
+		for _, t := range db.newTenants {
+			db.key = appendTenantKey(db.key[:0], t.tenant)
+			db.val = binary.BigEndian.AppendUint32(db.val[:0], t.ord)
+			wb.PutCF(meta, db.key, db.val)
+		}
+		if db.nextOrd != ordBefore {
+			db.key = append(db.key[:0], metaNextOrd...)
+			db.val = binary.BigEndian.AppendUint32(db.val[:0], db.nextOrd)
+			wb.PutCF(meta, db.key, db.val)
+		}
+		db.putCountersLocked(wb)
+		db.key = append(db.key[:0], metaNextSeq...)
+		db.val = binary.BigEndian.AppendUint64(db.val[:0], seq)
+		wb.PutCF(meta, db.key, db.val)
+	}
+	var pen penCounts
+	if release {
+		pen = db.penReleaseLocked(wb, rel)
+	}
+
+	if f := db.faults; f != nil && f.BeforeCommit != nil {
+		if err := f.BeforeCommit(); err != nil {
+			db.ed.reset()
+			return 0, &WriteError{Class: classify(err), Err: err}
+		}
+	}
+	if err := db.rdb.Write(db.wo, wb); err != nil {
+		// New ordinals stay burned like the seqs (db.nextOrd is not rolled back) so an ordinal is never given to
+		// two tenants; the tenants simply get fresh ones on their next commit. A write that fails after reaching
+		// the WAL leaves RocksDB refusing writes until the store is reopened. The counters in memory are left as
+		// they were; the batch carried its own beside its rows, so a reopen reads counters that match whichever
+		// rows reached disk.
+		db.ed.reset()
+		return 0, &WriteError{Class: classify(err), Err: err}
+	}
+	for _, t := range db.newTenants {
+		db.ords[t.tenant] = t.ord
+	}
+	db.applyEditsLocked(db.newTenants)
+	if release {
+		db.setPenLocked(pen)
+	}
+	if rows > 0 {
+		db.wake()
+	}
+	return first, nil
+}
+
+// addRecordsLocked adds recs to wb as CommitHooks commits them at `at` (unix ms), the first committed one
+// taking seq first, and sets every record's Outcome. It returns the seq after the last committed record and how
+// many records got rows. The counter changes go to db.ed; the caller adds them (putCountersLocked) and the meta.
+func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first uint64, at int64) (next uint64,
+	rows int, err error) {
 	hooks, deliveries, index := db.cfs[cfHooks], db.cfs[cfDeliveries], db.cfs[cfIndex]
-	rows := 0
 	seq := first
 	for _, r := range recs {
 		r.Outcome = Outcome{}
 		if r.DedupeKey != "" && r.DedupeTTL > 0 {
 			commit, err := db.dedupeLocked(wb, r, at)
 			if err != nil {
-				db.ed.reset()
-				return 0, err
+				return 0, 0, err
 			}
 			if !commit {
 				continue
@@ -561,53 +648,7 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 			db.ed.archive++
 		}
 	}
-	if seq == first {
-		// Every record was a duplicate or refused: nothing to write, no seq burned, no ordinal assigned (only a
-		// committed record with sinks takes one).
-		db.ed.reset()
-		return first, nil
-	}
-	// Burned before the write: whatever happens below, these seqs are never handed out again in this process,
-	// and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
-	next := seq
-	db.nextSeq.Store(next)
-	meta := db.cfs[cfDefault]
-	for _, t := range db.newTenants {
-		db.key = appendTenantKey(db.key[:0], t.tenant)
-		db.val = binary.BigEndian.AppendUint32(db.val[:0], t.ord)
-		wb.PutCF(meta, db.key, db.val)
-	}
-	if db.nextOrd != ordBefore {
-		db.key = append(db.key[:0], metaNextOrd...)
-		db.val = binary.BigEndian.AppendUint32(db.val[:0], db.nextOrd)
-		wb.PutCF(meta, db.key, db.val)
-	}
-	db.putCountersLocked(wb)
-	db.key = append(db.key[:0], metaNextSeq...)
-	db.val = binary.BigEndian.AppendUint64(db.val[:0], next)
-	wb.PutCF(meta, db.key, db.val)
-
-	if f := db.faults; f != nil && f.BeforeCommit != nil {
-		if err := f.BeforeCommit(); err != nil {
-			return 0, &WriteError{Class: classify(err), Err: err}
-		}
-	}
-	if err := db.rdb.Write(db.wo, wb); err != nil {
-		// New ordinals stay burned like the seqs (db.nextOrd is not rolled back) so an ordinal is never given to
-		// two tenants; the tenants simply get fresh ones on their next commit. A write that fails after reaching
-		// the WAL leaves RocksDB refusing writes until the store is reopened. The counters in memory are left as
-		// they were; the batch carried its own beside its rows, so a reopen reads counters that match whichever
-		// rows reached disk.
-		return 0, &WriteError{Class: classify(err), Err: err}
-	}
-	for _, t := range db.newTenants {
-		db.ords[t.tenant] = t.ord
-	}
-	db.applyEditsLocked(db.newTenants)
-	if rows > 0 {
-		db.wake()
-	}
-	return first, nil
+	return seq, rows, nil
 }
 
 // ordinalLocked returns tenant's ordinal, assigning the next one (recorded in newTenants until the write

@@ -1,6 +1,6 @@
 // Package store is the sole owner of the node's RocksDB database: its column families, key layout, value codecs,
 // seq and tenant ordinals, the writer actor that group-commits ingested hooks, and the delivery-row state
-// transitions dispatch drives (claim, complete, retry, bury, recover, replay).
+// transitions dispatch drives (claim, complete, retry, bury, recover, replay), and the quarantine pen.
 //
 // The invariant it owns: the store never reports a commit before the batch is synced. CommitHooks returns only
 // after one synced WriteBatch holding every row of the group has been written, and the writer answers a caller
@@ -30,10 +30,16 @@
 //     so the first occurrence of a key wins and a hook is never stored without its key. Its counts (per tenant,
 //     and their sum) obey invariant 7 and bound the index (dedupe.max_entries, max_entries_per_tenant). Only
 //     SweepDedupe deletes keys, and only a key whose expiry is the one its expiry key named.
+//  10. The quarantine pen (quarantine.go) holds two keys per entry (summary, whole entry), and its byte and
+//     entry counts (m:quarantine_bytes, m:quarantine_count) always equal what it holds: every batch that adds
+//     or deletes an entry writes both of its keys and the new absolute counts, synced, and the in-memory image
+//     takes them only after the write succeeded. Nothing evicts an entry; a put that would pass the byte cap is
+//     refused whole. A release commits the hook with its original id and deletes its entry in one batch built
+//     by the same code as CommitHooks, so a crash leaves the hook held or committed, never both or neither.
 //
 // # Locks
 //
-// Lock order: commitMu, then cmu, then closeMu (shared), then stateMu.
+// Lock order: commitMu, then cmu, then qmu, then closeMu (shared), then stateMu.
 //
 //   - commitMu serialises CommitHooks: seq and ordinal assignment follow write order.
 //   - cmu is held by every write that changes a counter (CommitHooks, ClaimDue, Complete, Reschedule, Bury,
@@ -43,9 +49,14 @@
 //     across the write is what guarantees it. It also makes a dedupe key's read and its write (CommitHooks) or
 //     delete (SweepDedupe) one step: the sweeper reads the due expiry keys without it, then re-reads each key
 //     under it.
+//   - qmu serialises the pen's writes (PutQuarantine, PurgeQuarantine, ReleaseQuarantine) from reading the pen
+//     counters until their batch is written and applied, as cmu does for the queue counters. Only a release
+//     takes cmu as well (it commits a hook): a pen tick's fsync never waits for an ingest commit's lock, and the
+//     two synced writes may share one WAL sync inside RocksDB.
 //   - closeMu is held shared by every call that touches a RocksDB handle and exclusively by Close.
-//   - stateMu guards the in-memory counters for readers (Counts, TenantCounts, ActiveTenants, TenantName, the
-//     tenants' seek heads); writers change them holding cmu and stateMu both. Readers never wait for a write.
+//   - stateMu guards the in-memory counters for readers (Counts, TenantCounts, ActiveTenants, TenantName,
+//     QuarantineStats, the tenants' seek heads); writers change them holding cmu (qmu for the pen's) and stateMu
+//     both. Readers never wait for a write.
 //
 // CommitHooks holds cmu through its synced write, so outcomes wait for an in-flight fsync. Releasing it during
 // the fsync would gain nothing: RocksDB writes batch groups one after another, and a non-synced write issued

@@ -27,6 +27,9 @@ var (
 	// ErrDedupeQuota refuses a record whose new dedupe key would pass dedupe.max_entries or
 	// dedupe.max_entries_per_tenant (503 dedupe_quota); nothing of it was written.
 	ErrDedupeQuota = errors.New("store: dedupe quota reached")
+	// ErrQuarantineFull refuses a PutQuarantine whose entries would take the pen past quarantine.max_bytes
+	// (503 quarantine_full); nothing of it was written and no held entry was evicted.
+	ErrQuarantineFull = errors.New("store: quarantine pen full")
 	// errOutcomeUnset answers a record its committer returned without an Outcome: a broken Committer, never a
 	// 2xx for a record nobody said was written.
 	errOutcomeUnset = errors.New("store: committer set no outcome for the record")

@@ -12,7 +12,8 @@ import (
 //	             t:<tenant> → ord:32,
 //	             c:<ord:32> → pending:64 scheduled:64 inflight:64 dead:64 pending_bytes:64 (counters.go),
 //	             m:archive_pending → uint64, l:<ord:32><sink:16><source> → seq:64 until:64 (lanes.go),
-//	             j:<id:128> → replay job (replay.go), u:<tenant> → live dedupe keys:64 (dedupe.go)
+//	             j:<id:128> → replay job (replay.go), u:<tenant> → live dedupe keys:64 (dedupe.go),
+//	             m:quarantine_bytes, m:quarantine_count → uint64 (quarantine.go)
 //	hooks CF     seq:64 → hook value (hook.go)
 //	deliveries   seq:64, sink:16 → delivery row (delivery.go)
 //	index CF     'd', ord:32, at_ms:64, seq:64, sink:16 → size:32             (due: pending, retry, parked)
@@ -21,6 +22,8 @@ import (
 //	             'a', seq:64 → size:32                                       (archive obligation)
 //	             'u', tenant, 0x00, len(source):16, source, key → expires_at:64, original_id:128 (dedupe key)
 //	             'e', expires_at:64, tenant, 0x00, len(source):16, source, key → empty      (dedupe expiry)
+//	quarantine   's', received_at:64, id:128 → summary (quarantine.go)
+//	             'b', received_at:64, id:128 → whole entry: method, path, reason, hook
 
 // Index key prefixes (the first byte of every index CF key).
 const (
@@ -58,6 +61,8 @@ const (
 	lanePrefix        = "l:"
 	jobPrefix         = "j:"
 	dedupeCountPrefix = "u:"
+	metaPenBytes      = "m:quarantine_bytes"
+	metaPenCount      = "m:quarantine_count"
 )
 
 // FormatVersion is the on-disk format this package writes. Version 1 (no counters, no inflight or dead keys) is

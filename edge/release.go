@@ -1,0 +1,80 @@
+package edge
+
+import (
+	"strings"
+	"time"
+
+	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/store"
+)
+
+// ReleaseReport says what a quarantine release did.
+type ReleaseReport struct {
+	Released   int // verified now and committed with their original id
+	Duplicates int // verified, but their event was already stored: left the pen as skipped
+	Held       int // still failing verification: kept in the pen
+}
+
+// ReleaseQuarantine re-verifies up to limit held hooks of source ("" = every source)
+// against the source's current verifier, judging the timestamp window at each hook's
+// received_at, and commits those that pass with their original id — the commit and the
+// removal from the pen are one synced batch. It is the quarantine replay job's step.
+func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error) {
+	var rep ReleaseReport
+	db := e.db()
+	if db == nil {
+		return rep, store.ErrClosed
+	}
+	held, err := db.ListQuarantine(source, limit)
+	if err != nil {
+		return rep, err
+	}
+	for _, s := range held {
+		entry, err := db.GetQuarantine(s.ReceivedAt, s.ID)
+		if err != nil {
+			return rep, err
+		}
+		src, err := e.sources.Lookup([]byte(entry.Hook.Source))
+		if err != nil {
+			rep.Held++ // the source is gone or unreadable: keep the hook, a later release may pass
+			continue
+		}
+		h := entry.Hook
+		header := func(name string) []byte {
+			for _, x := range h.Headers {
+				if strings.EqualFold(x.Name, name) {
+					return []byte(x.Value)
+				}
+			}
+			return nil
+		}
+		vreq := verify.Request{Body: h.Body, Header: header, Now: time.UnixMilli(h.ReceivedAt)}
+		if res := src.Trust.Verifier.Verify(&vreq); res.Status == verify.StatusFailed {
+			rep.Held++
+			continue
+		}
+		var ttl time.Duration
+		if src.Trust.Dedupe != nil {
+			h.DedupeKey, ttl = src.Trust.Dedupe.Key(header, h.Body), src.Trust.Dedupe.TTL()
+		}
+		rec := &store.Record{
+			ID: h.ID, Tenant: h.Tenant, Source: h.Source, ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
+			Value: store.AppendHook(nil, &h), Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: h.DedupeKey, DedupeTTL: ttl,
+		}
+		out, err := db.ReleaseQuarantine(s.ReceivedAt, s.ID, rec)
+		if err != nil {
+			return rep, err
+		}
+		switch out.Status {
+		case store.OutcomeDuplicate:
+			rep.Duplicates++
+			e.pen.bytes.Add(-int64(s.Size))
+		case store.OutcomeCommitted:
+			rep.Released++
+			e.pen.bytes.Add(-int64(s.Size))
+		default:
+			rep.Held++ // refused (dedupe quota): stays in the pen
+		}
+	}
+	return rep, nil
+}
