@@ -101,7 +101,7 @@ func start(t testing.TB, sources map[string]config.Source, mutate func(*config.C
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func startInstance(t testing.TB, name string, mutate func(*config.Config), fault
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Faults: faults})
+	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Faults: faults})
 	if err != nil {
 		t.Fatal(err)
 	}
