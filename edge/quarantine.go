@@ -152,3 +152,7 @@ func (w *penWriter) commit(ctx actor.Context) {
 		root.Send(self, penDone{})
 	}()
 }
+
+// QuarantineWaiting reports the pen writes waiting for the disk (the bound is
+// quarantine.max_pending).
+func (e *Edge) QuarantineWaiting() int64 { return e.pen.waiting.Load() }

@@ -97,3 +97,31 @@ func sign(secret string, body []byte) string {
 
 // forgedSig is well formed but signed with no configured key.
 var forgedSig = "sha256=" + strings.Repeat("0", 64)
+
+// Design: "at most 1 000 writes waiting for its disk write (503 overload) ... a store that
+// cannot write is a 503".
+func TestQuarantineWaitingWritesAndFailedWrites(t *testing.T) {
+	h := newHold()
+	inst := start(t, func(c *config.Config) {
+		c.Sources["pen"] = penSource("s")
+		c.Quarantine.MaxPending = 2
+	}, h.faults())
+	done := make(chan reply, 2)
+	for range 2 {
+		go func() { done <- postBody(t, inst, "/webhooks/pen", []byte(`{}`), "X-Hub-Signature-256", forgedSig) }()
+	}
+	waitFor(t, "two pen writes waiting", func() bool { return inst.Edge().QuarantineWaiting() == 2 })
+	postBody(t, inst, "/webhooks/pen", []byte(`{}`), "X-Hub-Signature-256", forgedSig).expect(t, 503, "overload")
+	h.fail.Store(true)
+	close(h.gate)
+	for range 2 {
+		r := <-done
+		if r.status == 202 {
+			t.Fatalf("a pen write that failed was answered 202")
+		}
+		r.expect(t, 503, "store_unavailable")
+	}
+	if _, n := inst.Store().QuarantineStats(); n != 0 {
+		t.Fatalf("pen holds %d after failed writes", n)
+	}
+}
