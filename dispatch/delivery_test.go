@@ -13,11 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/fixture"
 )
 
 // received is one request the sink server got.
@@ -83,33 +82,18 @@ func (s *sinkServer) hitsOf(id string) int {
 	return s.hits[id]
 }
 
-// start runs an instance whose sources deliver to the given sinks.
+// start runs an instance whose sources deliver to the given sinks, with short retries.
 func start(t testing.TB, sources map[string]config.Source, mutate func(*config.Config)) *instance.Instance {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Instance = "disp"
-	cfg.Node.DataDir = t.TempDir()
-	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
-	cfg.Admin.Enabled = false
-	cfg.Listener.DrainDelayMS = 0
-	cfg.Dispatch.Retry = config.Retry{BaseMS: 20, MaxMS: 200, MaxAttempts: 10, Jitter: false}
-	cfg.Dispatch.AttemptTimeoutMS = 2000
-	cfg.Sources = sources
-	if mutate != nil {
-		mutate(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Stop() })
-	return inst
+	return fixture.Instance(t, "disp", func(cfg *config.Config) {
+		cfg.Admin.Enabled = false
+		cfg.Dispatch.Retry = config.Retry{BaseMS: 20, MaxMS: 200, MaxAttempts: 10, Jitter: false}
+		cfg.Dispatch.AttemptTimeoutMS = 2000
+		cfg.Sources = sources
+		if mutate != nil {
+			mutate(cfg)
+		}
+	}, nil)
 }
 
 func httpSource(tenant, url string, ordered bool) config.Source {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/test/fixture"
 )
 
 // lagRecorder measures, per tenant, how old each hook is when its sink gets it.
@@ -44,13 +44,12 @@ func fairnessRun(t testing.TB, heavy bool) (time.Duration, int) {
 		return func(r received, _ int) (int, http.Header, time.Duration) {
 			// Delivery lag is measured from the hook's received_at, as
 			// ankusa_delivery_latency_seconds is: the UUIDv7 id carries it (ms).
-			id, ok := edge.ParseID(r.id)
+			at, ok := fixture.ReceivedAt(r.id)
 			if !ok {
 				return 400, nil, 0
 			}
-			ms := int64(id[0])<<40 | int64(id[1])<<32 | int64(id[2])<<24 | int64(id[3])<<16 | int64(id[4])<<8 | int64(id[5])
 			rec.mu.Lock()
-			rec.lags[r.tenant] = append(rec.lags[r.tenant], r.at.Sub(time.UnixMilli(ms)))
+			rec.lags[r.tenant] = append(rec.lags[r.tenant], r.at.Sub(at))
 			rec.mu.Unlock()
 			return 200, nil, slow
 		}

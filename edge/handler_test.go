@@ -14,45 +14,25 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/fixture"
 )
 
-// start runs one instance on free loopback ports with the sources the tests use.
+// start runs one ingest-only instance with the sources the tests use.
 func start(t testing.TB, mutate func(*config.Config), faults *store.Faults) *instance.Instance {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Instance = "edge"
-	cfg.Node.DataDir = t.TempDir()
-	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
-	cfg.Admin.Port = 0
-	cfg.Listener.DrainDelayMS = 0
-	cfg.HTTP.MaxBodyBytes = 4096
-	// Ingest only: these tests read the hooks back, so nothing may deliver and reclaim them.
-	cfg.Node.Roles = []string{"edge"}
-	cfg.Sources = map[string]config.Source{
-		"sample":  {Tenant: "default", Sinks: []config.SinkSpec{{Type: "log"}, {Type: "log"}}},
-		"acme-gh": {Tenant: "acme", Sinks: []config.SinkSpec{{Type: "log"}}},
-	}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel), Faults: faults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = inst.Stop() })
-	return inst
+	return fixture.Instance(t, "edge", func(cfg *config.Config) {
+		cfg.HTTP.MaxBodyBytes = 4096
+		// Ingest only: these tests read the hooks back, so nothing may deliver and reclaim them.
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 2), "acme-gh": fixture.LogSource("acme", 1)}
+		if mutate != nil {
+			mutate(cfg)
+		}
+	}, faults)
 }
 
 type reply struct {

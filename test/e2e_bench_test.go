@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/test/fixture"
 	"github.com/ankusa-go/ankusa/test/load"
 )
 
@@ -25,13 +25,11 @@ type arrivals struct {
 func (a *arrivals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	id := r.Header.Get("x-ankusa-id")
-	raw, ok := edge.ParseID(id)
+	received, ok := fixture.ReceivedAt(id)
 	a.mu.Lock()
 	if ok && !a.seen[id] {
 		a.seen[id] = true
-		// A UUIDv7 carries its arrival time at the edge in its first 48 bits (ms).
-		ms := int64(raw[0])<<40 | int64(raw[1])<<32 | int64(raw[2])<<24 | int64(raw[3])<<16 | int64(raw[4])<<8 | int64(raw[5])
-		a.lags = append(a.lags, now.Sub(time.UnixMilli(ms)))
+		a.lags = append(a.lags, now.Sub(received))
 	}
 	a.mu.Unlock()
 	w.WriteHeader(204)

@@ -10,47 +10,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/fixture"
 )
 
-// startInstance runs one instance in this process on free loopback ports.
+// startInstance runs one instance in this process, ingest only unless mutate asks for
+// more: the tests read acked hooks back from the store.
 func startInstance(t testing.TB, name string, mutate func(*config.Config), faults *store.Faults) *instance.Instance {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Instance = name
-	cfg.Node.DataDir = t.TempDir()
-	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
-	cfg.Admin.Port = 0
-	cfg.Listener.DrainDelayMS = 0
-	// Ingest only unless a test asks for more: the tests read acked hooks back from the store.
-	cfg.Node.Roles = []string{"edge"}
-	cfg.Sources = map[string]config.Source{
-		"sample": {Tenant: "default", Sinks: []config.SinkSpec{{Type: "log"}}},
-	}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel), Faults: faults})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := inst.Stop(); err != nil {
-			t.Errorf("stop %s: %v", name, err)
+	return fixture.Instance(t, name, func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
+		if mutate != nil {
+			mutate(cfg)
 		}
-	})
-	return inst
+	}, faults)
 }
 
 func ingestURL(inst *instance.Instance, path string) string {
