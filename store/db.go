@@ -163,6 +163,7 @@ type DB struct {
 	wroUpper   []byte                // wro's upper bound; RocksDB reads it in place, so it stays put
 	okey, oval []byte
 	lastKey    []byte
+	oq         outcomeQueue // outcomes waiting for a group (outcomes.go); its maps are cmu's scratch
 
 	// qmu serialises the writes of the quarantine pen (quarantine.go) from reading the pen counters until their
 	// batch is written and applied, as cmu does for the queue counters; ReleaseQuarantine takes it after cmu. It

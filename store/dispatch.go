@@ -132,101 +132,26 @@ func (db *DB) ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 }
 
 // Complete records that the sink confirmed c: the delivery row and its inflight key are deleted, and the hook
-// too when it has no other delivery row (pending, claimed or dead) and no archive obligation. One non-synced
-// batch; ErrNotClaimed if c is not claimed.
+// too when it has no other delivery row (pending, claimed or dead) and no archive obligation. Group-committed
+// with the outcomes queued beside it in one non-synced batch (outcomes.go); ErrNotClaimed if c is not claimed.
 func (db *DB) Complete(c *Claimed) error {
-	return db.settle(c, func(wb *grocksdb.WriteBatch, e *tenantEdit) error {
-		db.okey = DeliveryKey{Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
-		wb.DeleteCF(db.cfs[cfDeliveries], db.okey)
-		// Outcomes are serialised under cmu, so two sinks of one hook completing at once see each other's
-		// deletion: exactly the last one deletes the hook.
-		other, err := db.otherDeliveryLocked(c.Seq, c.Sink)
-		if err != nil {
-			return err
-		}
-		if !other {
-			archived, err := db.existsCF(cfIndex, AppendArchiveKey(db.okey[:0], c.Seq))
-			if err != nil {
-				return err
-			}
-			if !archived {
-				wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(db.okey[:0], c.Seq))
-			}
-		}
-		return nil
-	})
+	return db.settleOutcome(db.oq.get(outcomeComplete, c))
 }
 
 // Reschedule puts c back as due at `at` with attempts and lastErr recorded: a retry, or a parked row (attempts
 // unchanged). It counts as scheduled from then on, and wakes Notify. ErrNotClaimed if c is not claimed.
 func (db *DB) Reschedule(c *Claimed, attempts uint32, at int64, lastErr string) error {
-	err := db.settle(c, func(wb *grocksdb.WriteBatch, e *tenantEdit) error {
-		row := c.Row
-		row.State, row.Attempts, row.DueAt, row.LastError = StateScheduled, attempts, at, lastErr
-		db.putRow(wb, c.Seq, c.Sink, &row)
-		db.okey = DueKey{Ord: c.Ord, At: at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
-		db.oval = AppendIndexValue(db.oval[:0], c.Size)
-		wb.PutCF(db.cfs[cfIndex], db.okey, db.oval)
-		e.dueWritten(db.okey)
-		e.counts.scheduled++
-		e.counts.pendingBytes += int64(c.Size)
-		return nil
-	})
-	if err == nil {
-		db.wake()
-	}
-	return err
+	op := db.oq.get(outcomeReschedule, c)
+	op.attempts, op.at, op.text = attempts, at, lastErr
+	return db.settleOutcome(op)
 }
 
 // Bury dead-letters c: its row becomes dead with reason and DeadAt = at, its inflight key becomes a dead key,
 // and the hook is kept (inventory F.4). ErrNotClaimed if c is not claimed.
 func (db *DB) Bury(c *Claimed, attempts uint32, reason string, at int64) error {
-	return db.settle(c, func(wb *grocksdb.WriteBatch, e *tenantEdit) error {
-		row := c.Row
-		row.State, row.Attempts, row.DeadReason, row.DeadAt = StateDead, attempts, reason, at
-		db.putRow(wb, c.Seq, c.Sink, &row)
-		db.okey = DeadKey{Ord: c.Ord, At: at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
-		db.oval = AppendIndexValue(db.oval[:0], c.Size)
-		wb.PutCF(db.cfs[cfIndex], db.okey, db.oval)
-		e.counts.dead++
-		return nil
-	})
-}
-
-// settle is the frame of every outcome: under cmu, check c is still claimed, delete its inflight key, let fill
-// add the rest, and write the batch with the tenant's new counters (non-synced: an outcome lost in a crash
-// leaves the row claimed, and RecoverInflight delivers it again).
-func (db *DB) settle(c *Claimed, fill func(wb *grocksdb.WriteBatch, e *tenantEdit) error) error {
-	db.cmu.Lock()
-	defer db.cmu.Unlock()
-	db.closeMu.RLock()
-	defer db.closeMu.RUnlock()
-	if db.closed {
-		return ErrClosed
-	}
-	db.ed.reset()
-	wb := db.owb
-	wb.Clear()
-	fk := c.inflightKey(nil)
-	claimed, err := db.existsCF(cfIndex, fk)
-	if err != nil {
-		return err
-	}
-	if !claimed {
-		return fmt.Errorf("delivery %d/%d: %w", c.Seq, c.Sink, ErrNotClaimed)
-	}
-	wb.DeleteCF(db.cfs[cfIndex], fk)
-	e := db.editLocked(c.Ord)
-	e.counts.inflight--
-	if err := fill(wb, e); err != nil {
-		return err
-	}
-	db.putCountersLocked(wb)
-	if err := db.rdb.Write(db.woAsync, wb); err != nil {
-		return &WriteError{Class: classify(err), Err: err}
-	}
-	db.applyEditsLocked(nil)
-	return nil
+	op := db.oq.get(outcomeBury, c)
+	op.attempts, op.at, op.text = attempts, at, reason
+	return db.settleOutcome(op)
 }
 
 // RecoverInflight moves every inflight key back to due at the time it was claimed at, so a row claimed before a
@@ -550,7 +475,8 @@ func (db *DB) existsCF(cf int, key []byte) (bool, error) {
 	return s.Exists(), nil
 }
 
-// otherDeliveryLocked tells whether hook seq has a delivery row besides the one of sink (under cmu).
+// otherDeliveryLocked tells whether hook seq has a delivery row besides the one of sink (under cmu), not
+// counting the rows the outcome group being built deletes.
 func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 	db.wroUpper = AppendHookKey(db.wroUpper[:0], seq+1)
 	db.wro.SetIterateUpperBound(db.wroUpper)
@@ -558,10 +484,14 @@ func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 	defer it.Close()
 	other := false
 	for it.Seek(AppendHookKey(db.okey[:0], seq)); it.Valid(); it.Next() {
-		if k, err := ParseDeliveryKey(it.Key().Data()); err != nil || k.Sink != sink {
-			other = true // an unparsable key under this seq is kept, and so is its hook
-			break
+		k, err := ParseDeliveryKey(it.Key().Data())
+		if err == nil {
+			if _, gone := db.oq.deleted[k]; gone || k.Sink == sink {
+				continue
+			}
 		}
+		other = true // an unparsable key under this seq is kept, and so is its hook
+		break
 	}
 	if err := it.Err(); err != nil {
 		return false, fmt.Errorf("cannot scan the delivery rows of hook %d: %w", seq, err)

@@ -1,0 +1,232 @@
+package store
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/linxGnu/grocksdb"
+)
+
+// Outcomes are group-committed. Complete, Reschedule and Bury queue their operation and wait; the caller that
+// finds no group in progress leads: it takes cmu, drains every queued operation into one non-synced batch
+// (the counters of each touched tenant computed over the whole group and written once), writes it, applies it
+// and answers every caller. While a leader waits for cmu (behind a commit's fsync) the next operations queue
+// behind it, so a fsync window costs the outcomes one write instead of one each. When the group is answered,
+// leadership passes to the first operation queued meanwhile, so no caller settles others' work after its own.
+
+type outcomeKind uint8
+
+const (
+	outcomeComplete outcomeKind = iota + 1
+	outcomeReschedule
+	outcomeBury
+)
+
+// outcomeOp is one queued outcome and, once its group is written, its answer.
+type outcomeOp struct {
+	kind     outcomeKind
+	c        *Claimed
+	attempts uint32
+	at       int64
+	text     string // Reschedule's last error, Bury's reason
+	err      error
+	// turn receives false when a leader has settled the operation (err is its answer), true when its caller
+	// is to lead the next group. Capacity 1: a leader never waits for a caller to wake.
+	turn chan bool
+}
+
+// outcomeQueue holds the outcomes waiting for a group. mu guards queue, spare and leading and is a leaf: it
+// is taken alone or under cmu, and nothing is taken under it.
+type outcomeQueue struct {
+	mu      sync.Mutex
+	queue   []*outcomeOp
+	spare   []*outcomeOp // the drained group's slice, reused as the next queue
+	leading bool         // a caller is leading a group (or about to): the queue is its to drain
+	ops     sync.Pool    // *outcomeOp, each with its turn channel
+
+	// Under cmu: the inflight keys settled and the delivery rows deleted by the group being built, which its
+	// later operations must see although the batch is not written yet.
+	settled map[InflightKey]struct{}
+	deleted map[DeliveryKey]struct{}
+}
+
+func (q *outcomeQueue) get(kind outcomeKind, c *Claimed) *outcomeOp {
+	op, _ := q.ops.Get().(*outcomeOp)
+	if op == nil {
+		op = &outcomeOp{turn: make(chan bool, 1)}
+	}
+	op.kind, op.c = kind, c
+	return op
+}
+
+func (q *outcomeQueue) put(op *outcomeOp) {
+	turn := op.turn
+	*op = outcomeOp{turn: turn}
+	q.ops.Put(op)
+}
+
+// settleOutcome queues op and returns its answer once the group holding it is written (or refused).
+func (db *DB) settleOutcome(op *outcomeOp) error {
+	q := &db.oq
+	q.mu.Lock()
+	q.queue = append(q.queue, op)
+	lead := !q.leading
+	q.leading = true
+	q.mu.Unlock()
+	if lead || <-op.turn {
+		db.leadOutcomes(op)
+	}
+	err := op.err
+	q.put(op)
+	return err
+}
+
+// leadOutcomes settles every queued operation (self's among them) in one batch, answers the others and hands
+// leadership to the first operation queued since, if any.
+func (db *DB) leadOutcomes(self *outcomeOp) {
+	q := &db.oq
+	db.cmu.Lock()
+	q.mu.Lock()
+	group := q.queue
+	q.queue = q.spare[:0]
+	q.mu.Unlock()
+	db.settleGroupLocked(group)
+	db.cmu.Unlock()
+	for i, op := range group {
+		if op != self {
+			op.turn <- false // op belongs to its caller from here on
+		}
+		group[i] = nil
+	}
+	q.mu.Lock()
+	q.spare = group[:0]
+	var next *outcomeOp
+	if len(q.queue) > 0 {
+		next = q.queue[0]
+	} else {
+		q.leading = false
+	}
+	q.mu.Unlock()
+	if next != nil {
+		next.turn <- true
+	}
+}
+
+// settleGroupLocked builds, writes and applies the batch of group (under cmu), setting every operation's err:
+// its own refusal (ErrNotClaimed, a failed read), else the write's error, else nil. The batch is not synced:
+// an outcome lost in a crash leaves its row claimed, and RecoverInflight delivers it again.
+func (db *DB) settleGroupLocked(group []*outcomeOp) {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		for _, op := range group {
+			op.err = ErrClosed
+		}
+		return
+	}
+	q := &db.oq
+	if q.settled == nil {
+		q.settled = make(map[InflightKey]struct{})
+		q.deleted = make(map[DeliveryKey]struct{})
+	}
+	clear(q.settled)
+	clear(q.deleted)
+	db.ed.reset()
+	wb := db.owb
+	wb.Clear()
+	n, wake := 0, false
+	for _, op := range group {
+		if op.err = db.addOutcomeLocked(wb, op); op.err == nil {
+			n++
+			wake = wake || op.kind == outcomeReschedule
+		}
+	}
+	if n == 0 {
+		return
+	}
+	db.putCountersLocked(wb)
+	if err := db.rdb.Write(db.woAsync, wb); err != nil {
+		werr := &WriteError{Class: classify(err), Err: err}
+		for _, op := range group {
+			if op.err == nil {
+				op.err = werr
+			}
+		}
+		return
+	}
+	db.applyEditsLocked(nil)
+	if wake {
+		db.wake()
+	}
+}
+
+// addOutcomeLocked adds op to wb and its tenant's edit (under cmu), or changes nothing and returns why not. It
+// checks that op's row is still claimed, in the store and in the group so far, and reads everything it needs
+// before it writes, so a refused operation leaves no trace in the batch.
+func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
+	q := &db.oq
+	c := op.c
+	fk := InflightKey{Ord: c.Ord, Seq: c.Seq, Sink: c.Sink}
+	if _, done := q.settled[fk]; done {
+		return fmt.Errorf("delivery %d/%d: %w", c.Seq, c.Sink, ErrNotClaimed)
+	}
+	claimed, err := db.existsCF(cfIndex, fk.Append(db.okey[:0]))
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		return fmt.Errorf("delivery %d/%d: %w", c.Seq, c.Sink, ErrNotClaimed)
+	}
+	deleteHook := false
+	if op.kind == outcomeComplete {
+		// Rows deleted earlier in the group count as gone, so of two sinks of one hook completing in one
+		// group (or in two) exactly the last one deletes the hook.
+		other, err := db.otherDeliveryLocked(c.Seq, c.Sink)
+		if err != nil {
+			return err
+		}
+		if !other {
+			archived, err := db.existsCF(cfIndex, AppendArchiveKey(db.okey[:0], c.Seq))
+			if err != nil {
+				return err
+			}
+			deleteHook = !archived
+		}
+	}
+
+	index := db.cfs[cfIndex]
+	db.okey = fk.Append(db.okey[:0])
+	wb.DeleteCF(index, db.okey)
+	q.settled[fk] = struct{}{}
+	e := db.editLocked(c.Ord)
+	e.counts.inflight--
+	switch op.kind {
+	case outcomeComplete:
+		dk := DeliveryKey{Seq: c.Seq, Sink: c.Sink}
+		db.okey = dk.Append(db.okey[:0])
+		wb.DeleteCF(db.cfs[cfDeliveries], db.okey)
+		q.deleted[dk] = struct{}{}
+		if deleteHook {
+			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(db.okey[:0], c.Seq))
+		}
+	case outcomeReschedule:
+		row := c.Row
+		row.State, row.Attempts, row.DueAt, row.LastError = StateScheduled, op.attempts, op.at, op.text
+		db.putRow(wb, c.Seq, c.Sink, &row)
+		db.okey = DueKey{Ord: c.Ord, At: op.at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
+		db.oval = AppendIndexValue(db.oval[:0], c.Size)
+		wb.PutCF(index, db.okey, db.oval)
+		e.dueWritten(db.okey)
+		e.counts.scheduled++
+		e.counts.pendingBytes += int64(c.Size)
+	case outcomeBury:
+		row := c.Row
+		row.State, row.Attempts, row.DeadReason, row.DeadAt = StateDead, op.attempts, op.text, op.at
+		db.putRow(wb, c.Seq, c.Sink, &row)
+		db.okey = DeadKey{Ord: c.Ord, At: op.at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
+		db.oval = AppendIndexValue(db.oval[:0], c.Size)
+		wb.PutCF(index, db.okey, db.oval)
+		e.counts.dead++
+	}
+	return nil
+}
