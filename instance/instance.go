@@ -75,7 +75,7 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 // one that could not (a port in use, a store that refuses to open).
 func (i *Instance) Start() error {
 	cfg := i.cfg
-	i.system = actors.NewSystem(cfg.Instance, i.log)
+	i.system = actors.NewSystem(cfg.Instance, i.opts.Log) // NewSystem adds the instance field itself
 	i.log.Info().Str("wal", cfg.WAL.Type).Strs("roles", cfg.EffectiveRoles()).Msg(telemetry.DurabilityLine(cfg.WAL.Type, false, 0))
 	without := 0
 	for id, src := range cfg.Sources {
