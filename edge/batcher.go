@@ -33,7 +33,30 @@ func NewBatcherProps(e *Edge, i int, writer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &batcher{partition: i, maxBatch: e.set.MaxBatch, maxCommits: e.set.MaxCommits,
 			maxDelay: e.set.MaxDelay, writer: writer}
-	})
+	}, actor.WithReceiverMiddleware(answerOnPanic))
+}
+
+// answerOnPanic answers the record whose handling panicked (the panic drops the message)
+// with ErrBatcherStopped, then lets the panic go on to the supervisor: its caller gets a
+// 503 now instead of at its deadline, and the restart behind the batcher (the listener
+// waits for the requests it serves) is not held up by it.
+func answerOnPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		p, ok := env.Message.(*store.Pending)
+		if !ok {
+			next(c, env)
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				if p.Expire() {
+					p.Done <- store.Result{Err: ErrBatcherStopped}
+				}
+				panic(r)
+			}
+		}()
+		next(c, env)
+	}
 }
 
 func (b *batcher) Receive(ctx actor.Context) {

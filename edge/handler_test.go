@@ -383,3 +383,54 @@ func TestCrashedBatcherNeverAcks(t *testing.T) {
 func startB(b *testing.B) *instance.Instance {
 	return start(b, func(c *config.Config) { c.Admin.Enabled = false }, nil)
 }
+
+// Design: a crash in the edge subtree costs "ingest unavailable briefly; never the store".
+// After the writer (or a batcher) is crashed and restarted, every hook commits again — a
+// restarted actor needs nothing from its predecessor.
+func TestIngestRecoversAfterEdgeCrashes(t *testing.T) {
+	for _, victim := range []string{"edge/edge/writer", "edge/edge/batcher-0"} {
+		t.Run(victim, func(t *testing.T) {
+			port := freePort(t)
+			inst := start(t, func(c *config.Config) { c.HTTP.Port = port; c.Batcher.Partitions = 1 }, nil)
+			postBody(t, inst, "/webhooks/sample", []byte(`{"before":1}`)).expect(t, 201, "")
+			inst.Kill().Arm(victim)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if r, err := tryPost(inst, port); err == nil && r == 201 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("ingest did not recover within 5 s after %s crashed", victim)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			// Concurrent hooks, so that batches queue behind a group in flight.
+			done := make(chan reply, 64)
+			for i := range 64 {
+				go func() { done <- postBody(t, inst, "/webhooks/sample", fmt.Appendf(nil, `{"after":%d}`, i)) }()
+			}
+			for range 64 {
+				(<-done).expect(t, 201, "")
+			}
+		})
+	}
+}
+
+func freePort(t *testing.T) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func tryPost(inst *instance.Instance, port int) (int, error) {
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/webhooks/sample", port), "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}

@@ -76,6 +76,13 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 func (i *Instance) Start() error {
 	cfg := i.cfg
 	i.system = actors.NewSystem(cfg.Instance, i.opts.Log) // NewSystem adds the instance field itself
+	// A record sent to an actor that is being restarted reaches no one: answer it now.
+	root := i.system.Root
+	i.system.EventStream.Subscribe(func(evt any) {
+		if dl, ok := evt.(*actor.DeadLetterEvent); ok {
+			edge.AnswerDeadLetter(root, dl.Message)
+		}
+	})
 	i.log.Info().Str("wal", cfg.WAL.Type).Strs("roles", cfg.EffectiveRoles()).Msg(telemetry.DurabilityLine(cfg.WAL.Type, false, 0))
 	without := 0
 	for id, src := range cfg.Sources {

@@ -58,7 +58,36 @@ func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
 	mw := append([]actor.MailboxMiddleware{stopDrain{shared}}, opts.MailboxMiddleware...)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &writer{db: db, opts: opts, shared: shared, g: &group{}}
-	}, actor.WithMailbox(actor.Unbounded(mw...)))
+	}, actor.WithMailbox(actor.Unbounded(mw...)), actor.WithReceiverMiddleware(answerBatchOnPanic))
+}
+
+// answerBatchOnPanic answers the records of a batch whose handling panicked (the panic
+// drops the message) with ErrWriterStopped, then lets the panic go on to the supervisor.
+// Without it their callers would wait for their deadline, and every restart behind the
+// writer would wait with them.
+func answerBatchOnPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
+	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+		b, ok := env.Message.(*Batch)
+		if !ok {
+			next(c, env)
+			return
+		}
+		defer func() {
+			if r := recover(); r != nil {
+				for _, p := range b.Records {
+					if p.start() {
+						select {
+						case p.Done <- Result{Err: ErrWriterStopped}:
+						default:
+						}
+					}
+				}
+				sendBatchDone(c.ActorSystem().Root, b)
+				panic(r)
+			}
+		}()
+		next(c, env)
+	}
 }
 
 type writerShared struct {
@@ -117,6 +146,10 @@ func (w *writer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.shared.root.Store(ctx.ActorSystem().Root)
+		// shared outlives the incarnation: a writer spawned again under the same props after
+		// a stop must not find its predecessor's stop still set, or its mailbox would fail
+		// every batch it is handed.
+		w.shared.stopped.Store(false)
 	case *Batch:
 		w.queue = append(w.queue, m)
 		if w.inflight == 0 {

@@ -61,7 +61,7 @@ func TestChaosActorKillsLoseNoAckedHook(t *testing.T) {
 			missing++
 		}
 	}
-	t.Logf("kills armed=%d; %s; acked=%d missing=%d ack_error_ratio=%.4f", kills.Load(), rep, len(acked), missing,
+	t.Logf("kills armed=%d; %s; statuses=%v; acked=%d missing=%d ack_error_ratio=%.4f", kills.Load(), rep, rep.StatusCounts, len(acked), missing,
 		float64(rep.Shed+rep.Errors)/float64(max(rep.Sent, 1)))
 	if missing > 0 {
 		t.Fatalf("%d acked hooks missing after actor kills", missing)
