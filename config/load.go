@@ -157,7 +157,7 @@ func (c *Config) bootWarnings() []string {
 			w = append(w, "wal.type none: role(s) "+strings.Join(dropped, ", ")+" dropped from the effective roles (no queue to read)")
 		}
 	}
-	return w
+	return append(w, c.TrustWarnings()...)
 }
 
 func noEnv(string) (string, bool) { return "", false }
