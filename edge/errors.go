@@ -76,28 +76,25 @@ func refuseVerification(reason error) *RefusedError {
 	return &RefusedError{Status: 401, Reason: "verification_failed", Detail: refusalDetail{"reason", `"` + verifyReason(reason) + `"`}}
 }
 
-// verifyReason names a verification failure for answers and the pen.
+// verifyReasons names each verification failure for answers and the pen.
+var verifyReasons = map[error]string{
+	verify.ErrNoMatch:              "no_match",
+	verify.ErrMissingSignature:     "missing_signature",
+	verify.ErrMalformedSignature:   "malformed_signature",
+	verify.ErrBadSecret:            "bad_secret",
+	verify.ErrBadScheme:            "bad_scheme",
+	verify.ErrTimestampOutOfWindow: "timestamp_out_of_window",
+	verify.ErrMissingTimestamp:     "missing_timestamp",
+	verify.ErrMissingCredential:    "missing_credential",
+	verify.ErrCertificateMismatch:  "certificate_mismatch",
+	verify.ErrNoCertificate:        "no_certificate",
+}
+
+// verifyReason names a verification failure; verifiers return the sentinels bare, and
+// anything else reads as a mismatch.
 func verifyReason(reason error) string {
-	name := "no_match"
-	switch reason {
-	case verify.ErrMissingSignature:
-		name = "missing_signature"
-	case verify.ErrMalformedSignature:
-		name = "malformed_signature"
-	case verify.ErrBadSecret:
-		name = "bad_secret"
-	case verify.ErrBadScheme:
-		name = "bad_scheme"
-	case verify.ErrTimestampOutOfWindow:
-		name = "timestamp_out_of_window"
-	case verify.ErrMissingTimestamp:
-		name = "missing_timestamp"
-	case verify.ErrMissingCredential:
-		name = "missing_credential"
-	case verify.ErrCertificateMismatch:
-		name = "certificate_mismatch"
-	case verify.ErrNoCertificate:
-		name = "no_certificate"
+	if name, ok := verifyReasons[reason]; ok {
+		return name
 	}
-	return name
+	return "no_match"
 }
