@@ -6,42 +6,47 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 BENCH_SECONDS ?= 5
 
-.PHONY: run build test test-short bench lint chaos soak clean
+.PHONY: prereq run build test test-short bench lint chaos soak clean
 
-run:
+# The RocksDB headers cgo needs: installed when missing (apt-get as root or via sudo -n),
+# else one line naming the command to run.
+prereq:
+	@bash scripts/prereq.sh
+
+run: prereq
 	$(GO) run -ldflags "$(LDFLAGS)" ./cmd/ankusa serve
 
-build:
+build: prereq
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ankusa ./cmd/ankusa
 	$(GO) build -o $(BIN)/ankusa-loadgen ./cmd/ankusa-loadgen
 
 # The whole suite with the race detector, black-box kill tests included.
-test:
+test: prereq
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 	$(GO) test -count=1 -timeout 3m -run 'TestTenantFairness' -v ./dispatch/
 
 
-test-short:
+test-short: prereq
 	$(GO) test -count=1 -short $(PKGS)
 
 # Loopback load against the server and the reference server in one run, plus the
 # in-process micro-benchmarks. Figures are printed, never asserted.
-bench:
+bench: prereq
 	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) $(GO) test -run '^$$' -bench 'Loopback' -benchtime 1x -timeout 20m ./test/...
 	$(GO) test -run '^$$' -bench 'EndToEnd|QuarantineFlood' -benchtime 1x -timeout 20m ./test/...
 	$(GO) test -run '^$$' -bench 'TenantFairness' -benchtime 1x -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench 'SchedulerTick' -benchtime 300x -benchmem -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./edge/... ./store/...
 
-lint:
+lint: prereq
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
 # Slow drills, reported in notes rather than run by CI.
-chaos:
+chaos: prereq
 	$(GO) test -tags chaos -race -count=1 -timeout 30m -run 'Chaos' -v ./test/
 
-soak:
+soak: prereq
 	$(GO) test -tags soak -count=1 -timeout 90m -run 'Soak' -v ./test/
 
 clean:
