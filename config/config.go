@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // Roles a node can run (node.roles, ANKUSA_ROLES).

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 const redacted = "[REDACTED]"

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"strconv"
 
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // Sentinel errors of the edge.

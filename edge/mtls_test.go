@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // selfSigned makes a certificate and key; the server one names 127.0.0.1.

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 func penSource(secrets ...string) config.Source {

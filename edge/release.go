@@ -4,8 +4,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ankusa-go/ankusa/edge/verify"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // ReleaseReport says what a quarantine release did.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // ErrBadTrust: a source's verify, on_verify_failure, dedupe or store_headers configuration cannot be

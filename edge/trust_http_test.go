@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge/verify"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 const ghSecret = "It's a Secret to Everybody"

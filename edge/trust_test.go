@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge/verify"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // One source's trust bundle carries the configured verifier, policy, dedupe key and header policy, with

@@ -11,8 +11,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/edge/verify"
 	"github.com/ankusa-go/ankusa/test/load"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // flood posts forged hooks (no valid signature) round-robin over sources at rate per

@@ -15,5 +15,6 @@
 //     request's own goroutine.
 //
 // The package depends on the standard library only (and the YAML decoder interface for Secrets), never on
-// the rest of the project: the config package embeds Spec, the edge calls Verifier.Verify.
+// the rest of the project. It is a leaf outside every role package so that both may import it: the config
+// package embeds Spec and validates it at boot, the edge calls Verifier.Verify.
 package verify
