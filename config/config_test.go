@@ -332,9 +332,10 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 			Retry: Retry{BaseMS: 100, MaxMS: 300_000, MaxAttempts: 84, Jitter: true}, IdleLaneMS: 30_000,
 			Tenants: map[string]TenantWindow{}},
 		// Inventory B.3 quarantine row; dedupe bounds are unpublished (ours, trust.go).
-		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000},
-		Dedupe:     Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000},
-		Sources:    map[string]Source{},
+		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000, SourceShare: 0.1,
+			TenantShare: 0.5, RetentionSeconds: 604_800, WriteTimeoutMS: 5000},
+		Dedupe:  Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		Sources: map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default()\n got %+v\nwant %+v", d, want)

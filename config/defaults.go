@@ -42,9 +42,10 @@ func Default() *Config {
 		Listener: Listener{DrainDelayMS: 5000, DrainTimeoutMS: 30_000},
 		Dispatch: defaultDispatch(),
 		// rate_limits: every limit unset (unlimited) until the file sets one.
-		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000},
-		Dedupe:     Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000},
-		Sources:    map[string]Source{},
+		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000, SourceShare: 0.1,
+			TenantShare: 0.5, RetentionSeconds: 7 * 24 * 3600, WriteTimeoutMS: 5000},
+		Dedupe:  Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		Sources: map[string]Source{},
 	}
 	return c
 }

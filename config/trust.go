@@ -145,6 +145,18 @@ type Quarantine struct {
 	// MaxPending bounds the writes waiting for the pen's disk write (503 overload past it). The original
 	// fixes it at 1 000 without a key; max_pending is this implementation's name.
 	MaxPending int `yaml:"max_pending"`
+	// SourceShare and TenantShare are the fractions of max_bytes one source, and all the sources of one
+	// tenant, may hold (503 quarantine_full past either), so one sender cannot fill the node's pen. Defaults
+	// 0.1 and 0.5; each in (0, 1]. Keys of this implementation: the original has one node-wide cap.
+	SourceShare float64 `yaml:"source_share"`
+	TenantShare float64 `yaml:"tenant_share"`
+	// RetentionSeconds is how long an entry stays in the pen unreleased before the sweeper deletes it
+	// (default 604 800, 7 days; > 0). The design names no retention; without one the pen only fills.
+	RetentionSeconds int64 `yaml:"retention_seconds"`
+	// WriteTimeoutMS bounds how long a request waits for its pen write to start (default 5000, the original's
+	// fixed 5 s; > 0); past it the write is withdrawn and the answer is 503 store_unavailable. A write that
+	// started is waited out: it may land, so it is never answered 503.
+	WriteTimeoutMS int `yaml:"write_timeout_ms"`
 }
 
 // Dedupe is the dedupe section: bounds of the dedupe index. The original does not publish defaults; these
@@ -152,6 +164,9 @@ type Quarantine struct {
 type Dedupe struct {
 	MaxEntries          int64 `yaml:"max_entries"`            // default 10_000_000 live keys on the node; > 0
 	MaxEntriesPerTenant int64 `yaml:"max_entries_per_tenant"` // default 1_000_000; 1..max_entries
+	// MaxEntriesPerSource bounds one source's live keys over every tenant (default 500_000, half a tenant's
+	// default share; > 0), so one source cannot take its tenant's or, shared under tenant_path, the node's share.
+	MaxEntriesPerSource int64 `yaml:"max_entries_per_source"`
 }
 
 // validateTrust checks the top-level trust sections.
@@ -203,10 +218,21 @@ func (c *Config) validateTrust(ps *problems) {
 	}
 	positive(ps, "quarantine.max_bytes", q.MaxBytes)
 	positive(ps, "quarantine.max_pending", q.MaxPending)
+	for _, f := range [...]struct {
+		key string
+		v   float64
+	}{{"quarantine.source_share", q.SourceShare}, {"quarantine.tenant_share", q.TenantShare}} {
+		if !(f.v > 0 && f.v <= 1) {
+			ps.mustBe(f.key, "a fraction of quarantine.max_bytes in (0, 1]", f.v)
+		}
+	}
+	positive(ps, "quarantine.retention_seconds", q.RetentionSeconds)
+	positive(ps, "quarantine.write_timeout_ms", q.WriteTimeoutMS)
 
 	d := c.Dedupe
 	positive(ps, "dedupe.max_entries", d.MaxEntries)
 	positive(ps, "dedupe.max_entries_per_tenant", d.MaxEntriesPerTenant)
+	positive(ps, "dedupe.max_entries_per_source", d.MaxEntriesPerSource)
 	if d.MaxEntriesPerTenant > d.MaxEntries && d.MaxEntries > 0 {
 		ps.mustBe("dedupe.max_entries_per_tenant", "<= dedupe.max_entries", d.MaxEntriesPerTenant)
 	}

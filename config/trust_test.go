@@ -84,6 +84,11 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{"quarantine: {max_bytes: 0}", "quarantine.max_bytes", "must be > 0, got 0"},
 		{"quarantine: {max_pending: -1}", "quarantine.max_pending", "must be > 0, got -1"},
 		{"quarantine: {max_pendng: 5}", "quarantine.max_pendng", "unknown key"},
+		{"quarantine: {source_share: 0}", "quarantine.source_share", "in (0, 1]"},
+		{"quarantine: {tenant_share: 1.5}", "quarantine.tenant_share", "in (0, 1]"},
+		{"quarantine: {retention_seconds: 0}", "quarantine.retention_seconds", "must be > 0, got 0"},
+		{"quarantine: {write_timeout_ms: -1}", "quarantine.write_timeout_ms", "must be > 0, got -1"},
+		{"dedupe: {max_entries_per_source: 0}", "dedupe.max_entries_per_source", "must be > 0, got 0"},
 		// dedupe (top level)
 		{"dedupe: {max_entries: 0}", "dedupe.max_entries", "must be > 0, got 0"},
 		{"dedupe: {max_entries_per_tenant: 0}", "dedupe.max_entries_per_tenant", "must be > 0, got 0"},
@@ -124,10 +129,11 @@ func TestTrustDefaults(t *testing.T) {
 	if _, ok := r.HookLimit("acme"); ok {
 		t.Fatal("a tenant is limited with no rate_limits section")
 	}
-	if q := c.Quarantine; q != (Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000}) {
+	if q := c.Quarantine; q != (Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000,
+		SourceShare: 0.1, TenantShare: 0.5, RetentionSeconds: 604_800, WriteTimeoutMS: 5000}) {
 		t.Fatalf("quarantine defaults %+v", q)
 	}
-	if d := c.Dedupe; d != (Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000}) {
+	if d := c.Dedupe; d != (Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000}) {
 		t.Fatalf("dedupe defaults %+v", d)
 	}
 	// A Source built in code (no applyDefaults) with empty policy strings is valid: empty means default.

@@ -28,7 +28,8 @@ func (s *storeOwner) Receive(ctx actor.Context) {
 	case *actor.Started:
 		start := time.Now()
 		db, err := store.Open(store.Options{Dir: s.i.cfg.StoreDir(), Log: s.i.log, Faults: s.i.opts.Faults,
-			DedupeMaxEntries: s.i.cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: s.i.cfg.Dedupe.MaxEntriesPerTenant})
+			DedupeMaxEntries: s.i.cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: s.i.cfg.Dedupe.MaxEntriesPerTenant,
+			DedupeMaxEntriesPerSource: s.i.cfg.Dedupe.MaxEntriesPerSource})
 		if err != nil {
 			panic(err)
 		}

@@ -100,6 +100,9 @@ func (i *Instance) Start() error {
 		// Dedupe keys expire here, never inside the writer.
 		{Name: "dedupe-sweeper", Domain: "sweeper", Isolated: true,
 			Props: i.withKill(store.NewDedupeSweeperProps(i.db.Load, time.Minute, 1000))},
+		// Quarantine entries nobody released leave the pen after quarantine.retention_seconds.
+		{Name: "quarantine-sweeper", Domain: "sweeper", Isolated: true,
+			Props: i.withKill(store.NewQuarantineSweeperProps(i.db.Load, penRetention(cfg), penSweepInterval(cfg), 1000))},
 	}
 	if cfg.HasRole("edge") {
 		sources, err := edge.NewStaticSources(cfg.Sources)
@@ -288,3 +291,14 @@ func (i *Instance) Dispatcher() *dispatch.Dispatcher { return i.disp }
 
 // Edge is the instance's ingest state (nil without the edge role).
 func (i *Instance) Edge() *edge.Edge { return i.edge }
+
+// penRetention is quarantine.retention_seconds.
+func penRetention(cfg *config.Config) time.Duration {
+	return time.Duration(cfg.Quarantine.RetentionSeconds) * time.Second
+}
+
+// penSweepInterval is how often the quarantine sweeper looks: a quarter of the retention, so an entry outlives it
+// by at most that much, and at most a minute.
+func penSweepInterval(cfg *config.Config) time.Duration {
+	return min(penRetention(cfg)/4, time.Minute)
+}

@@ -87,9 +87,13 @@ type queueState struct {
 	// pointer so a commit updates a count without storing its record's tenant string in the map.
 	dedupe      map[string]*int64
 	dedupeTotal int64
+	// dedupeSource counts each source's dedupe keys (over every tenant), persisted beside the tenants' counts.
+	dedupeSource map[string]*int64
 
-	// pen is the quarantine pen's size (quarantine.go); it changes under qmu and stateMu.
-	pen penCounts
+	// pen is the quarantine pen's size and penUse its split by source and tenant (quarantine.go); they change
+	// under qmu and stateMu.
+	pen    penCounts
+	penUse penUsage
 }
 
 func (q *queueState) tenant(ord uint32) *tenantState {
@@ -136,12 +140,13 @@ type editSet struct {
 	idx     map[uint32]int
 	archive int64 // delta of the archive obligations
 
-	dedupe      map[string]int64 // new dedupe key count of each touched tenant
-	dedupeDelta int64            // delta of the node's dedupe keys
+	dedupe       map[string]int64 // new dedupe key count of each touched tenant
+	dedupeDelta  int64            // delta of the node's dedupe keys
+	dedupeSource map[string]int64 // new dedupe key count of each touched source
 }
 
 func newEditSet() editSet {
-	return editSet{idx: make(map[uint32]int), dedupe: make(map[string]int64)}
+	return editSet{idx: make(map[uint32]int), dedupe: make(map[string]int64), dedupeSource: make(map[string]int64)}
 }
 
 func (e *editSet) reset() {
@@ -150,6 +155,9 @@ func (e *editSet) reset() {
 	e.archive = 0
 	if len(e.dedupe) > 0 {
 		clear(e.dedupe)
+	}
+	if len(e.dedupeSource) > 0 {
+		clear(e.dedupeSource)
 	}
 	e.dedupeDelta = 0
 }
@@ -210,6 +218,15 @@ func (db *DB) putCountersLocked(wb *grocksdb.WriteBatch) {
 		db.oval = binary.BigEndian.AppendUint64(db.oval[:0], uint64(n))
 		wb.PutCF(meta, db.okey, db.oval)
 	}
+	for source, n := range db.ed.dedupeSource {
+		db.okey = appendDedupeSourceCountKey(db.okey[:0], source)
+		if n == 0 {
+			wb.DeleteCF(meta, db.okey)
+			continue
+		}
+		db.oval = binary.BigEndian.AppendUint64(db.oval[:0], uint64(n))
+		wb.PutCF(meta, db.okey, db.oval)
+	}
 }
 
 // applyEditsLocked makes the written batch's counters the in-memory ones (under cmu, after the write
@@ -240,6 +257,16 @@ func (db *DB) applyEditsLocked(names []tenantOrd) {
 			db.qs.dedupe[strings.Clone(tenant)] = &n
 		}
 	}
+	for source, n := range db.ed.dedupeSource {
+		switch c := db.qs.dedupeSource[source]; {
+		case n == 0:
+			delete(db.qs.dedupeSource, source)
+		case c != nil:
+			*c = n
+		default:
+			db.qs.dedupeSource[strings.Clone(source)] = &n
+		}
+	}
 	db.qs.dedupeTotal += db.ed.dedupeDelta
 	db.ed.reset()
 }
@@ -247,7 +274,8 @@ func (db *DB) applyEditsLocked(names []tenantOrd) {
 // loadCounters reads every tenant's counters and the archive count (O(tenants)); called by Open after the
 // tenant ordinals are loaded.
 func (db *DB) loadCounters() error {
-	db.qs = queueState{tenants: make(map[uint32]*tenantState), dedupe: make(map[string]*int64)}
+	db.qs = queueState{tenants: make(map[uint32]*tenantState), dedupe: make(map[string]*int64),
+		dedupeSource: make(map[string]*int64)}
 	for name, ord := range db.ords {
 		db.qs.tenant(ord).name = name
 	}
@@ -283,7 +311,10 @@ func (db *DB) loadCounters() error {
 	if db.qs.pen, err = db.loadPenCounts(); err != nil {
 		return err
 	}
-	return db.scan(cfDefault, []byte(dedupeCountPrefix), func(k, v []byte) error {
+	if db.qs.penUse, err = db.loadPenUsage(); err != nil {
+		return err
+	}
+	err = db.scan(cfDefault, []byte(dedupeCountPrefix), func(k, v []byte) error {
 		tenant := string(k[len(dedupeCountPrefix):])
 		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
 			return fmt.Errorf("dedupe key count of tenant %q = %x: want a non-negative 8-byte count", tenant, v)
@@ -293,6 +324,10 @@ func (db *DB) loadCounters() error {
 		db.qs.dedupeTotal += n
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return db.loadDedupeSourceCounts()
 }
 
 // migrateV1 brings a format 1 store (written before dispatch existed: no counters; every due key a first

@@ -50,8 +50,9 @@ type Options struct {
 
 	// DedupeMaxEntries (dedupe.max_entries) bounds the dedupe keys on the node and DedupeMaxEntriesPerTenant
 	// (dedupe.max_entries_per_tenant) those of one tenant; 0 is unlimited. A record whose new key would pass
-	// either is refused with ErrDedupeQuota.
-	DedupeMaxEntries, DedupeMaxEntriesPerTenant int64
+	// either is refused with ErrDedupeQuota. DedupeMaxEntriesPerSource (dedupe.max_entries_per_source) bounds
+	// those of one source over every tenant, so one sender cannot take a tenant's or the node's share.
+	DedupeMaxEntries, DedupeMaxEntriesPerTenant, DedupeMaxEntriesPerSource int64
 }
 
 // Faults lets tests inject failures into the commit path.
@@ -150,8 +151,8 @@ type DB struct {
 	lastCommit int64 // commit time of the last group (unix ms): commit times never go backwards
 	// seen maps the dedupe scopes committed earlier in the group being built to their hook ids: the first
 	// occurrence of a key wins within a group as across groups.
-	seen                       map[DedupeScope][16]byte
-	dedupeMax, dedupeMaxTenant int64
+	seen                                        map[DedupeScope][16]byte
+	dedupeMax, dedupeMaxTenant, dedupeMaxSource int64
 
 	// cmu is held by every write that changes a counter, from reading the counters it starts from until its
 	// batch is written and applied to qs, so batches reach RocksDB in the order their absolute counter values
@@ -173,6 +174,7 @@ type DB struct {
 	qwb        *grocksdb.WriteBatch
 	qkey, qval []byte
 	qseen      map[[penIDLen]byte]struct{} // pen entries already in the batch being built
+	qchg       []penChange                 // the per-source and per-tenant changes of the batch being built
 
 	// stateMu guards qs for readers; writers change qs holding cmu and stateMu both (qmu and stateMu for the
 	// pen counters), so Counts, ActiveTenants, TenantName and QuarantineStats never wait for a write, let alone
@@ -202,7 +204,8 @@ func Open(opts Options) (*DB, error) {
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
 		notify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
-		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant)}
+		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
+		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
 	if err := db.open(fresh); err != nil {
 		db.release()
 		return nil, &OpenError{Path: opts.Dir, Err: err}

@@ -16,6 +16,7 @@ import (
 //	index CF  'u', tenant, 0x00, len(source):16, source, key → expires_at:64, original_id:128
 //	          'e', expires_at:64, tenant, 0x00, len(source):16, source, key → empty
 //	default   u:<tenant> → live dedupe keys of the tenant:64 (the node total is their sum)
+//	          us:<source> → live dedupe keys of the source, over every tenant:64
 //
 // CommitHooks writes a 'u' key and its 'e' key in the synced batch of the hook that first used the key, and
 // reads the 'u' keys of its group under commitMu and cmu, so the first occurrence of a key wins whichever
@@ -115,6 +116,37 @@ func ParseDedupeValue(b []byte) (expiresAt int64, id [16]byte, err error) {
 	return int64(binary.BigEndian.Uint64(b)), [16]byte(b[8:]), nil
 }
 
+// appendDedupeSourceCountKey appends the default CF key holding the number of source's dedupe keys. "us:" never
+// starts with "u:", so the two prefixes scan apart.
+func appendDedupeSourceCountKey(dst []byte, source string) []byte {
+	dst = append(dst, dedupeSourceCountPrefix...)
+	return append(dst, source...)
+}
+
+// DedupeQuotaError is the ErrDedupeQuota of one scope: which bound a new key would pass.
+type DedupeQuotaError struct {
+	Scope string // DedupeScopeNode, DedupeScopeTenant or DedupeScopeSource
+}
+
+// The scopes of a DedupeQuotaError (and of the metric counting them).
+const (
+	DedupeScopeNode   = "node"   // dedupe.max_entries
+	DedupeScopeTenant = "tenant" // dedupe.max_entries_per_tenant
+	DedupeScopeSource = "source" // dedupe.max_entries_per_source
+)
+
+// Quota errors of each scope, allocated once: a refusal costs no allocation.
+var (
+	errDedupeQuotaNode   = &DedupeQuotaError{Scope: DedupeScopeNode}
+	errDedupeQuotaTenant = &DedupeQuotaError{Scope: DedupeScopeTenant}
+	errDedupeQuotaSource = &DedupeQuotaError{Scope: DedupeScopeSource}
+)
+
+func (e *DedupeQuotaError) Error() string { return ErrDedupeQuota.Error() + " (" + e.Scope + ")" }
+
+// Is makes every DedupeQuotaError an ErrDedupeQuota.
+func (e *DedupeQuotaError) Is(target error) bool { return target == ErrDedupeQuota }
+
 // appendDedupeCountKey appends the default CF key holding the number of tenant's dedupe keys.
 func appendDedupeCountKey(dst []byte, tenant string) []byte {
 	dst = append(dst, dedupeCountPrefix...)
@@ -175,11 +207,22 @@ func (db *DB) dedupeLocked(wb *grocksdb.WriteBatch, r *Record, at int64) (bool, 
 		return false, nil
 	case !found:
 		total, tenant := db.dedupeCountsLocked(r.Tenant)
-		if (db.dedupeMax > 0 && total >= db.dedupeMax) || (db.dedupeMaxTenant > 0 && tenant >= db.dedupeMaxTenant) {
-			r.Outcome = Outcome{Status: OutcomeRefused, Err: ErrDedupeQuota}
+		source := db.dedupeSourceCountLocked(r.Source)
+		var quota error
+		switch {
+		case db.dedupeMax > 0 && total >= db.dedupeMax:
+			quota = errDedupeQuotaNode
+		case db.dedupeMaxTenant > 0 && tenant >= db.dedupeMaxTenant:
+			quota = errDedupeQuotaTenant
+		case db.dedupeMaxSource > 0 && source >= db.dedupeMaxSource:
+			quota = errDedupeQuotaSource
+		}
+		if quota != nil {
+			r.Outcome = Outcome{Status: OutcomeRefused, Err: quota}
 			return false, nil
 		}
 		db.ed.dedupe[r.Tenant] = tenant + 1
+		db.ed.dedupeSource[r.Source] = source + 1
 		db.ed.dedupeDelta++
 	}
 	// A new key, or an expired one not yet swept taking the new hook's id.
@@ -204,6 +247,66 @@ func (db *DB) dedupeCountsLocked(tenant string) (total, forTenant int64) {
 		return total, *n
 	}
 	return total, 0
+}
+
+// dedupeSourceCountLocked returns source's live dedupe keys as the batch being built leaves them (cmu held).
+func (db *DB) dedupeSourceCountLocked(source string) int64 {
+	if n, ok := db.ed.dedupeSource[source]; ok {
+		return n
+	}
+	if n := db.qs.dedupeSource[source]; n != nil {
+		return *n
+	}
+	return 0
+}
+
+// loadDedupeSourceCounts reads the per-source dedupe counts at open (after the tenants'). A store whose source
+// counts do not add up to the node's total (written before they existed, or damaged) gets them rebuilt from one
+// scan of the dedupe keys, written in one synced batch.
+func (db *DB) loadDedupeSourceCounts() error {
+	var sum int64
+	err := db.scan(cfDefault, []byte(dedupeSourceCountPrefix), func(k, v []byte) error {
+		source := string(k[len(dedupeSourceCountPrefix):])
+		if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) < 0 {
+			return fmt.Errorf("dedupe key count of source %q = %x: want a non-negative 8-byte count", source, v)
+		}
+		n := int64(binary.BigEndian.Uint64(v))
+		db.qs.dedupeSource[source] = &n
+		sum += n
+		return nil
+	})
+	if err != nil || sum == db.qs.dedupeTotal {
+		return err
+	}
+	counts := map[string]int64{}
+	err = db.scan(cfIndex, []byte{IndexDedupe}, func(k, _ []byte) error {
+		s, err := ParseDedupeKey(k)
+		if err != nil {
+			return err
+		}
+		counts[s.Source]++
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("cannot rebuild the dedupe counts of each source: %w", err)
+	}
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	meta := db.cfs[cfDefault]
+	for source := range db.qs.dedupeSource {
+		wb.DeleteCF(meta, appendDedupeSourceCountKey(nil, source))
+	}
+	clear(db.qs.dedupeSource)
+	for source, n := range counts {
+		wb.PutCF(meta, appendDedupeSourceCountKey(nil, source), binary.BigEndian.AppendUint64(nil, uint64(n)))
+		db.qs.dedupeSource[source] = &n
+	}
+	if err := db.rdb.Write(db.wo, wb); err != nil {
+		return fmt.Errorf("cannot write the rebuilt dedupe counts of each source: %w", err)
+	}
+	db.log.Info().Int("sources", len(counts)).Int64("counted", sum).Int64("dedupe_keys", db.qs.dedupeTotal).
+		Msg("dedupe key counts of each source rebuilt")
+	return nil
 }
 
 // LookupDedupe reports the id of the hook that holds the dedupe key (tenant, source, key), if that key is live
@@ -306,6 +409,7 @@ func (db *DB) sweepDedupe(now time.Time, limit int) (visited, deleted int, err e
 		if n > 0 {
 			db.ed.dedupeDelta--
 		}
+		db.ed.dedupeSource[s.Source] = max(0, db.dedupeSourceCountLocked(s.Source)-1)
 		deleted++
 	}
 	db.putCountersLocked(wb)
@@ -314,6 +418,19 @@ func (db *DB) sweepDedupe(now time.Time, limit int) (visited, deleted int, err e
 	}
 	db.applyEditsLocked(nil)
 	return len(due), deleted, nil
+}
+
+// DedupeSourceCount returns source's live dedupe keys over every tenant, from memory: O(1). Zero after Close.
+func (db *DB) DedupeSourceCount(source string) int64 {
+	if db.isClosed.Load() {
+		return 0
+	}
+	db.stateMu.Lock()
+	defer db.stateMu.Unlock()
+	if n := db.qs.dedupeSource[source]; n != nil {
+		return *n
+	}
+	return 0
 }
 
 // DedupeCounts returns the live dedupe keys on the node and of tenant (keys past their expiry count until the

@@ -584,3 +584,66 @@ func TestDamagedDedupeKeyRefusesOnlyItsHooksUntilSwept(t *testing.T) {
 	commitAll(t, db, again)
 	requireOutcome(t, again, OutcomeCommitted)
 }
+
+// dedupe.max_entries_per_source: one source cannot fill its tenant's (or the node's) dedupe share; another
+// source of the same tenant still commits new keys, and the count survives a restart and follows the sweeper.
+func TestDedupeSourceQuotaRefusesOneSourceOnly(t *testing.T) {
+	dir := t.TempDir()
+	opts := Options{Dir: dir, DedupeMaxEntries: 100, DedupeMaxEntriesPerTenant: 100, DedupeMaxEntriesPerSource: 2}
+	db := openWith(t, opts)
+	a1, a2 := dedupeRecord(t, "acme", "k1", time.Minute), dedupeRecord(t, "acme", "k2", dedupeTTL)
+	commitAll(t, db, a1, a2)
+	a3 := dedupeRecord(t, "acme", "k3", dedupeTTL)
+	b1 := dedupeRecord(t, "acme", "k3", dedupeTTL)
+	b1.Source = "other"
+	commitAll(t, db, a3, b1)
+	requireOutcome(t, a3, OutcomeRefused)
+	var qe *DedupeQuotaError
+	if !errors.Is(a3.Outcome.Err, ErrDedupeQuota) || !errors.As(a3.Outcome.Err, &qe) || qe.Scope != DedupeScopeSource {
+		t.Fatalf("refused with %v, want the source's dedupe quota", a3.Outcome.Err)
+	}
+	requireOutcome(t, b1, OutcomeCommitted)
+	if n := db.DedupeSourceCount("src"); n != 2 {
+		t.Fatalf("source count %d, want 2", n)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openWith(t, opts)
+	if n, m := db.DedupeSourceCount("src"), db.DedupeSourceCount("other"); n != 2 || m != 1 {
+		t.Fatalf("after restart: source counts %d, %d; want 2, 1", n, m)
+	}
+	a3 = dedupeRecord(t, "acme", "k3", dedupeTTL)
+	commitAll(t, db, a3)
+	requireOutcome(t, a3, OutcomeRefused)
+	if n, err := db.SweepDedupe(time.Now().Add(2*time.Minute), 100); err != nil || n != 1 {
+		t.Fatalf("sweep deleted %d (%v), want 1", n, err)
+	}
+	if n := db.DedupeSourceCount("src"); n != 1 {
+		t.Fatalf("source count after the sweep %d, want 1", n)
+	}
+	a3 = dedupeRecord(t, "acme", "k3", dedupeTTL)
+	commitAll(t, db, a3)
+	requireOutcome(t, a3, OutcomeCommitted)
+}
+
+// A store whose per-source counts are missing (written before they existed) gets them rebuilt at open.
+func TestDedupeSourceCountsAreRebuiltWhenTheyDoNotAddUp(t *testing.T) {
+	dir := t.TempDir()
+	db := openWith(t, Options{Dir: dir})
+	commitAll(t, db, dedupeRecord(t, "acme", "k1", dedupeTTL), dedupeRecord(t, "globex", "k1", dedupeTTL))
+	// Drop the per-source counts, as a store of the previous format would have none.
+	if err := db.rdb.DeleteCF(db.wo, db.cfs[cfDefault], appendDedupeSourceCountKey(nil, "src")); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openWith(t, Options{Dir: dir, DedupeMaxEntriesPerSource: 2})
+	if n := db.DedupeSourceCount("src"); n != 2 {
+		t.Fatalf("rebuilt source count %d, want 2", n)
+	}
+	r := dedupeRecord(t, "initech", "k1", dedupeTTL)
+	commitAll(t, db, r)
+	requireOutcome(t, r, OutcomeRefused)
+}

@@ -61,8 +61,10 @@ const (
 	lanePrefix        = "l:"
 	jobPrefix         = "j:"
 	dedupeCountPrefix = "u:"
-	metaPenBytes      = "m:quarantine_bytes"
-	metaPenCount      = "m:quarantine_count"
+	// dedupeSourceCountPrefix holds the dedupe key count of each source.
+	dedupeSourceCountPrefix = "us:"
+	metaPenBytes            = "m:quarantine_bytes"
+	metaPenCount            = "m:quarantine_count"
 )
 
 // FormatVersion is the on-disk format this package writes. Version 1 (no counters, no inflight or dead keys) is

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -19,7 +20,8 @@ import (
 // counters in one synced batch, so the counters on disk always match the entries and a restart reads them in
 // O(1). The bytes are body bytes, what quarantine.max_bytes bounds. Keys sort by receive time: a listing walks
 // them backwards (newest first), a purge forwards (oldest first). Nothing evicts an entry: it leaves the pen
-// only by PurgeQuarantine or ReleaseQuarantine.
+// only by PurgeQuarantine, SweepQuarantine (quarantine.retention_seconds) or ReleaseQuarantine. The usage of each
+// source and tenant, which the edge's shares bound, is kept in memory and rebuilt from the summaries at open.
 
 // QuarantineEntry is one held hook with the request it came in.
 type QuarantineEntry struct {
@@ -187,11 +189,70 @@ func (db *DB) putPenCounts(wb *grocksdb.WriteBatch, c penCounts) {
 	wb.PutCF(meta, []byte(metaPenCount), b[:])
 }
 
-// setPenLocked makes c the in-memory pen counters, once the batch carrying them was written (qmu held).
+// penChange is one entry a pen batch adds (n = 1) or deletes (n = -1), for the per-source and per-tenant usage.
+type penChange struct {
+	source, tenant string
+	n, bytes       int64
+}
+
+// penUsage is the pen's bytes and entries per source and per tenant, in memory only: Open rebuilds it from the
+// summaries (loadPenUsage), so it always matches the entries on disk without counters of its own to keep.
+type penUsage struct {
+	source, tenant map[string]penCounts
+}
+
+func (u *penUsage) apply(ch penChange) {
+	for _, m := range [...]struct {
+		m   map[string]penCounts
+		key string
+	}{{u.source, ch.source}, {u.tenant, ch.tenant}} {
+		c := m.m[m.key]
+		if ch.n > 0 {
+			c.count += ch.n
+			c.bytes += ch.bytes
+		} else {
+			c = c.minus(-ch.n, ch.bytes)
+		}
+		if c.count == 0 {
+			delete(m.m, m.key)
+		} else {
+			m.m[m.key] = c
+		}
+	}
+}
+
+// setPenLocked makes c the in-memory pen counters, once the batch carrying them was written (qmu held), and
+// applies the batch's per-source and per-tenant changes (db.qchg, which it empties).
 func (db *DB) setPenLocked(c penCounts) {
 	db.stateMu.Lock()
 	db.qs.pen = c
+	for _, ch := range db.qchg {
+		db.qs.penUse.apply(ch)
+	}
+	if c.count == 0 {
+		// An empty pen holds nothing for anyone (bytes an undecodable entry hid included).
+		clear(db.qs.penUse.source)
+		clear(db.qs.penUse.tenant)
+	}
 	db.stateMu.Unlock()
+	db.qchg = db.qchg[:0]
+}
+
+// loadPenUsage rebuilds the per-source and per-tenant usage from the pen's summaries at open: O(entries), and
+// exact by construction. An undecodable summary counts for no one (its bytes stay in the node's total).
+func (db *DB) loadPenUsage() (penUsage, error) {
+	u := penUsage{source: map[string]penCounts{}, tenant: map[string]penCounts{}}
+	err := db.scan(cfQuarantine, []byte{penSummary}, func(k, v []byte) error {
+		s, ok, err := penSummaryAt(k, v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			u.apply(penChange{source: s.Source, tenant: s.Tenant, n: 1, bytes: int64(s.Size)})
+		}
+		return nil
+	})
+	return u, err
 }
 
 // loadPenCounts reads the pen counters at open, and refuses a store whose pen contradicts them: entries with a
@@ -275,6 +336,7 @@ func (db *DB) PutQuarantine(entries []QuarantineEntry, maxBytes int64) error {
 	}()
 	wb := db.qwb
 	wb.Clear()
+	db.qchg = db.qchg[:0]
 	q := db.cfs[cfQuarantine]
 	var add, n int64
 	for i := range entries {
@@ -300,6 +362,8 @@ func (db *DB) PutQuarantine(entries []QuarantineEntry, maxBytes int64) error {
 		wb.PutCF(q, db.qkey, db.qval)
 		add += int64(len(e.Hook.Body))
 		n++
+		db.qchg = append(db.qchg, penChange{source: e.Hook.Source, tenant: e.Hook.Tenant, n: 1,
+			bytes: int64(len(e.Hook.Body))})
 	}
 	cur := db.qs.pen
 	if maxBytes > 0 && cur.bytes+add > maxBytes {
@@ -321,6 +385,27 @@ func (db *DB) QuarantineStats() (bytes, count int64) {
 	db.stateMu.Lock()
 	defer db.stateMu.Unlock()
 	return db.qs.pen.bytes, db.qs.pen.count
+}
+
+// QuarantineUsage returns the body bytes the pen holds on the node, for source and for tenant, from memory: O(1).
+// Zero after Close.
+func (db *DB) QuarantineUsage(source, tenant string) (total, forSource, forTenant int64) {
+	if db.isClosed.Load() {
+		return 0, 0, 0
+	}
+	db.stateMu.Lock()
+	defer db.stateMu.Unlock()
+	return db.qs.pen.bytes, db.qs.penUse.source[source].bytes, db.qs.penUse.tenant[tenant].bytes
+}
+
+// SweepQuarantine deletes, oldest first, up to limit entries received more than retention before now, with the
+// pen's counters, in one synced batch (PurgeQuarantine's rules). It returns how many it deleted and their bytes.
+func (db *DB) SweepQuarantine(now time.Time, retention time.Duration, limit int) (n int, bytes int64, err error) {
+	cutoff := now.Add(-retention).UnixMilli()
+	if cutoff <= 0 {
+		return 0, 0, nil // nothing can be that old (and 0 would mean "unbounded" to PurgeQuarantine)
+	}
+	return db.PurgeQuarantine("", [16]byte{}, 0, cutoff, limit)
 }
 
 // ListQuarantine returns up to limit summaries of source's entries ("" = every source), newest first. An entry
@@ -389,8 +474,10 @@ func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, li
 		return 0, 0, nil
 	}
 	type victim struct {
-		key  [penKeyLen]byte
-		size uint32
+		key            [penKeyLen]byte
+		size           uint32
+		source, tenant string
+		decoded        bool
 	}
 	var victims []victim
 	err = db.read(func() error {
@@ -417,7 +504,8 @@ func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, li
 			if source != "" && (!ok || s.Source != source) {
 				continue
 			}
-			victims = append(victims, victim{key: [penKeyLen]byte(k), size: s.Size})
+			victims = append(victims, victim{key: [penKeyLen]byte(k), size: s.Size, source: s.Source, tenant: s.Tenant,
+				decoded: ok})
 		}
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("cannot scan the quarantine pen: %w", err)
@@ -437,6 +525,7 @@ func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, li
 	}
 	wb := db.qwb
 	wb.Clear()
+	db.qchg = db.qchg[:0]
 	q := db.cfs[cfQuarantine]
 	for i := range victims {
 		v := &victims[i]
@@ -452,6 +541,9 @@ func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, li
 		wb.DeleteCF(q, v.key[:])
 		n++
 		bytes += int64(v.size)
+		if v.decoded {
+			db.qchg = append(db.qchg, penChange{source: v.source, tenant: v.tenant, n: -1, bytes: int64(v.size)})
+		}
 	}
 	if n == 0 {
 		return 0, 0, nil
@@ -466,9 +558,10 @@ func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, li
 
 // penRelease names the pen entry a release deletes, and its body bytes.
 type penRelease struct {
-	at   int64
-	id   [16]byte
-	size uint32
+	at             int64
+	id             [16]byte
+	size           uint32
+	source, tenant string
 }
 
 // penReleaseLocked adds the deletion of rel's entry and the pen's new counters to the commit batch wb, and
@@ -481,6 +574,7 @@ func (db *DB) penReleaseLocked(wb *grocksdb.WriteBatch, rel *penRelease) penCoun
 	wb.DeleteCF(q, db.key)
 	next := db.qs.pen.minus(1, int64(rel.size))
 	db.putPenCounts(wb, next)
+	db.qchg = append(db.qchg[:0], penChange{source: rel.source, tenant: rel.tenant, n: -1, bytes: int64(rel.size)})
 	return next
 }
 
@@ -521,7 +615,7 @@ func (db *DB) ReleaseQuarantine(receivedAt int64, id [16]byte, rec *Record) (Out
 	if err != nil {
 		return Outcome{}, err
 	}
-	rel := penRelease{at: receivedAt, id: id, size: s.Size}
+	rel := penRelease{at: receivedAt, id: id, size: s.Size, source: s.Source, tenant: s.Tenant}
 	rec.Outcome = Outcome{}
 	if _, err := db.commitLocked([]*Record{rec}, &rel); err != nil {
 		rec.Outcome = Outcome{}

@@ -725,3 +725,79 @@ func FuzzPenKey(f *testing.F) {
 		}
 	})
 }
+
+// requireUsage fails unless QuarantineUsage reports total, forSource and forTenant bytes.
+func requireUsage(t testing.TB, db *DB, source, tenant string, total, forSource, forTenant int64) {
+	t.Helper()
+	gt, gs, gtn := db.QuarantineUsage(source, tenant)
+	if gt != total || gs != forSource || gtn != forTenant {
+		t.Fatalf("QuarantineUsage(%q, %q) = %d, %d, %d; want %d, %d, %d", source, tenant, gt, gs, gtn, total,
+			forSource, forTenant)
+	}
+}
+
+// The edge's per-source and per-tenant shares read the pen's usage of each: it follows every put, purge, sweep
+// and release, and is the same after a restart.
+func TestPenUsagePerSourceAndTenantIsExactAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	now := time.Now().UnixMilli()
+	a1, a2, b1 := penEntry(t, "a", now-1000, 100), penEntry(t, "a", now-900, 50), penEntry(t, "b", now-800, 30)
+	b1.Hook.Tenant = "globex"
+	putPen(t, db, 0, a1, a2, b1)
+	requireUsage(t, db, "a", "acme", 180, 150, 150)
+	requireUsage(t, db, "b", "globex", 180, 30, 30)
+
+	if n, bytes, err := db.PurgeQuarantine("a", a1.Hook.ID, 0, 0, 10); err != nil || n != 1 || bytes != 100 {
+		t.Fatalf("purge: %d, %d, %v", n, bytes, err)
+	}
+	requireUsage(t, db, "a", "acme", 80, 50, 50)
+	out, err := db.ReleaseQuarantine(b1.Hook.ReceivedAt, b1.Hook.ID, releaseRecord(&b1))
+	if err != nil || out.Status != OutcomeCommitted {
+		t.Fatalf("release: %+v, %v", out, err)
+	}
+	requireUsage(t, db, "b", "globex", 50, 0, 0)
+
+	a3 := penEntry(t, "a", now, 7)
+	putPen(t, db, 0, a3)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	requireUsage(t, db, "a", "acme", 57, 57, 57)
+	requireUsage(t, db, "b", "globex", 57, 0, 0)
+}
+
+// quarantine.retention_seconds: an entry older than the retention leaves the pen, its bytes with it, and an
+// entry younger stays.
+func TestSweepQuarantineDeletesEntriesOlderThanRetention(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	now := time.Now()
+	old1, old2 := penEntry(t, "a", now.Add(-2*time.Hour).UnixMilli(), 10), penEntry(t, "b", now.Add(-90*time.Minute).UnixMilli(), 20)
+	young := penEntry(t, "a", now.Add(-time.Minute).UnixMilli(), 40)
+	putPen(t, db, 0, old1, old2, young)
+	if n, bytes, err := db.SweepQuarantine(now, time.Hour, 1); err != nil || n != 1 || bytes != 10 {
+		t.Fatalf("sweep of 1: %d, %d, %v; want the oldest", n, bytes, err)
+	}
+	if n, bytes, err := db.SweepQuarantine(now, time.Hour, 10); err != nil || n != 1 || bytes != 20 {
+		t.Fatalf("second sweep: %d, %d, %v", n, bytes, err)
+	}
+	if n, _, err := db.SweepQuarantine(now, time.Hour, 10); err != nil || n != 0 {
+		t.Fatalf("third sweep deleted %d (%v)", n, err)
+	}
+	requirePen(t, db, 40, 1)
+	requireHeld(t, db, &young)
+	requireUsage(t, db, "a", "acme", 40, 40, 40)
+	requireUsage(t, db, "b", "acme", 40, 0, 40)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	requirePen(t, db, 40, 1)
+	requireUsage(t, db, "a", "acme", 40, 40, 40)
+	// A retention longer than the clock's past deletes nothing (and is no "unbounded" purge).
+	if n, _, err := db.SweepQuarantine(now, time.Duration(math.MaxInt64), 10); err != nil || n != 0 {
+		t.Fatalf("sweep with an endless retention deleted %d (%v)", n, err)
+	}
+}

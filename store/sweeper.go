@@ -22,23 +22,52 @@ func NewDedupeSweeperProps(db func() *DB, interval time.Duration, batch int) *ac
 		batch = 1000
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &dedupeSweeper{db: db, interval: interval, batch: batch}
+		return &sweeper{db: db, interval: interval, sweep: func(db *DB) bool { return sweepDedupeOnce(db, batch) }}
 	})
 }
 
-type dedupeSweeper struct {
+// NewQuarantineSweeperProps returns the props of the quarantine pen's sweeper: every interval it deletes up to
+// batch entries older than retention with SweepQuarantine (sweeping again at once while a sweep fills its
+// batch), so the pen empties of what nobody released and its byte counters follow in the same synced batches.
+func NewQuarantineSweeperProps(db func() *DB, retention, interval time.Duration, batch int) *actor.Props {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	if batch <= 0 {
+		batch = 1000
+	}
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &sweeper{db: db, interval: interval, sweep: func(db *DB) bool {
+			n, bytes, err := db.SweepQuarantine(time.Now(), retention, batch)
+			switch {
+			case errors.Is(err, ErrClosed):
+				return false
+			case err != nil:
+				db.log.Error().Err(err).Msg("quarantine sweep failed")
+				return false
+			case n > 0:
+				db.log.Info().Int("deleted", n).Int64("bytes", bytes).Dur("retention", retention).
+					Msg("expired quarantine entries deleted")
+			}
+			return n >= batch
+		}}
+	})
+}
+
+// sweeper runs sweep every interval, and again at once while sweep reports more is due.
+type sweeper struct {
 	db       func() *DB
 	interval time.Duration
-	batch    int
+	sweep    func(*DB) bool
 
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-// dedupeSweepTick asks the sweeper for one sweep.
+// dedupeSweepTick asks a sweeper for one sweep.
 type dedupeSweepTick struct{}
 
-func (s *dedupeSweeper) Receive(ctx actor.Context) {
+func (s *sweeper) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
 		s.stop = make(chan struct{})
@@ -58,7 +87,7 @@ func (s *dedupeSweeper) Receive(ctx actor.Context) {
 			}
 		}()
 	case dedupeSweepTick:
-		if s.sweep() {
+		if db := s.db(); db != nil && s.sweep(db) {
 			ctx.Send(ctx.Self(), dedupeSweepTick{})
 		}
 	case *actor.Stopping, *actor.Restarting:
@@ -70,13 +99,9 @@ func (s *dedupeSweeper) Receive(ctx actor.Context) {
 	}
 }
 
-// sweep runs one SweepDedupe; true when it filled its batch (more may be due).
-func (s *dedupeSweeper) sweep() bool {
-	db := s.db()
-	if db == nil {
-		return false
-	}
-	visited, deleted, err := db.sweepDedupe(time.Now(), s.batch)
+// sweepDedupeOnce runs one SweepDedupe; true when it filled its batch (more may be due).
+func sweepDedupeOnce(db *DB, batch int) bool {
+	visited, deleted, err := db.sweepDedupe(time.Now(), batch)
 	switch {
 	case errors.Is(err, ErrClosed):
 		return false
@@ -86,5 +111,5 @@ func (s *dedupeSweeper) sweep() bool {
 	case deleted > 0:
 		db.log.Debug().Int("deleted", deleted).Int("expiry_keys", visited).Msg("dedupe keys swept")
 	}
-	return visited >= s.batch
+	return visited >= batch
 }
