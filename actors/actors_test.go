@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 )
@@ -44,18 +45,6 @@ func (s *syncBuffer) lines(t *testing.T) []map[string]any {
 		out = append(out, m)
 	}
 	return out
-}
-
-// waitFor polls cond every few milliseconds until it holds or the deadline passes.
-func waitFor(t *testing.T, total time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", total, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // DESIGN.md §"Actors": protoactor's own logger is bridged to zerolog.
@@ -104,7 +93,7 @@ func TestDeadLettersAreThrottledAndRedacted(t *testing.T) {
 		}
 		return nil
 	}
-	waitFor(t, 5*time.Second, "the throttle summary line", func() bool { return summary() != nil })
+	poll.True(t, 5*time.Second, "the throttle summary line", func() bool { return summary() != nil })
 
 	var logged int
 	for _, l := range buf.lines(t) {
@@ -208,12 +197,12 @@ func TestKillCrashesExactlyTheArmedActorOnce(t *testing.T) {
 	}
 	sys.Root.Send(b, &ping{})
 	sys.Root.Send(a, &ping{})
-	waitFor(t, 5*time.Second, "a to be restarted", func() bool { return ac.starts.Load() == 2 })
+	poll.True(t, 5*time.Second, "a to be restarted", func() bool { return ac.starts.Load() == 2 })
 	for range 3 {
 		sys.Root.Send(a, &ping{})
 		sys.Root.Send(b, &ping{})
 	}
-	waitFor(t, 5*time.Second, "the pings after the crash", func() bool {
+	poll.True(t, 5*time.Second, "the pings after the crash", func() bool {
 		return ac.pings.Load() == 3 && bc.pings.Load() == 4
 	})
 	if kill.Armed(a.Id) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/linxGnu/grocksdb"
 )
@@ -83,7 +84,7 @@ func requireCounts(t testing.TB, db *DB, tenant string, total, forTenant int64) 
 // for every later commit too (commit times never go backwards).
 func waitExpired(t testing.TB, db *DB, tenant, source, key string) {
 	t.Helper()
-	waitFor(t, 5*time.Second, "the dedupe key to expire", func() bool {
+	poll.True(t, 5*time.Second, "the dedupe key to expire", func() bool {
 		_, ok, err := db.LookupDedupe(tenant, source, key, time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -420,7 +421,7 @@ func TestDedupeSweeperActorExpiresKeys(t *testing.T) {
 
 	system := quietSystem()
 	pid := system.Root.Spawn(NewDedupeSweeperProps(func() *DB { return db }, 5*time.Millisecond, 2))
-	waitFor(t, 5*time.Second, "the sweeper to delete the expired keys", func() bool {
+	poll.True(t, 5*time.Second, "the sweeper to delete the expired keys", func() bool {
 		total, _ := db.DedupeCounts("acme")
 		return total == 1
 	})

@@ -470,10 +470,10 @@ func TestConcurrentCommitsAndOutcomesKeepCountersExact(t *testing.T) {
 		}
 	}()
 	for w, tenant := range tenants { // one dispatcher per tenant, settling each row a different way
+		ord := ordOf(t, db, tenant) // on the test goroutine: ordOf may fail the test
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ord := ordOf(t, db, tenant)
 			var cs []Claimed
 			for i := 0; ; i++ {
 				var err error
@@ -544,7 +544,7 @@ func TestConcurrentCommitsAndOutcomesKeepCountersExact(t *testing.T) {
 	go func() { // the replayer
 		defer wg.Done()
 		for {
-			j := ReplayJob{ID: newID(t), Kind: "dlq", State: "running", CreatedAt: time.Now().UnixMilli()}
+			j := ReplayJob{ID: newID(), Kind: "dlq", State: "running", CreatedAt: time.Now().UnixMilli()}
 			if err := db.PutReplayJob(&j); err != nil {
 				errs <- err
 				return

@@ -26,12 +26,11 @@ func openWith(t testing.TB, opts Options) *DB {
 	return db
 }
 
-func newID(t testing.TB) [16]byte {
-	t.Helper()
+// newID is safe to call from a goroutine a test started: crypto/rand.Read never returns an
+// error (it crashes the program instead), so there is nothing to fail the test with.
+func newID() [16]byte {
 	var id [16]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		t.Fatal(err)
-	}
+	_, _ = rand.Read(id[:])
 	return id
 }
 
@@ -39,7 +38,7 @@ func newID(t testing.TB) [16]byte {
 func makeRecord(t testing.TB, tenant string, bodySize int, sinks ...SinkBinding) *Record {
 	t.Helper()
 	h := Hook{
-		ID:          newID(t),
+		ID:          newID(),
 		ReceivedAt:  time.Now().UnixMilli(),
 		Tenant:      tenant,
 		Source:      "src",
@@ -67,18 +66,6 @@ func makeRecords(t testing.TB, n int, tenant string) []*Record {
 		recs[i] = makeRecord(t, tenant, 64, SinkBinding{Index: 0, Type: "http"})
 	}
 	return recs
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, total time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", total, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // gate is a BeforeCommit fault that holds the next commit (the synced write) until released, or fails it.

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // queueUnderHeldLock starts every outcome of outs while the test holds cmu, waits until all of them are
@@ -22,7 +24,7 @@ func queueUnderHeldLock(t *testing.T, db *DB, outs ...func() error) []error {
 			errs[i] = out()
 		}()
 	}
-	waitFor(t, 5*time.Second, "every outcome queued", func() bool {
+	poll.True(t, 5*time.Second, "every outcome queued", func() bool {
 		db.oq.mu.Lock()
 		defer db.oq.mu.Unlock()
 		return len(db.oq.queue) == len(outs)
@@ -176,10 +178,10 @@ func TestConcurrentOutcomeGroupsKeepCountersExact(t *testing.T) {
 	work := make(chan Claimed, 64)
 	var claimers, workers sync.WaitGroup
 	for _, tenant := range tenants {
+		ord := ordOf(t, db, tenant) // on the test goroutine: ordOf may fail the test
 		claimers.Add(1)
 		go func() {
 			defer claimers.Done()
-			ord := ordOf(t, db, tenant)
 			var cs []Claimed
 			for {
 				var err error

@@ -23,7 +23,7 @@ func penEntry(t testing.TB, source string, receivedAt int64, size int) Quarantin
 		body[i] = byte(i * 7) // every byte value, NUL and 0xff included
 	}
 	return QuarantineEntry{
-		Hook: Hook{ID: newID(t), ReceivedAt: receivedAt, Tenant: "acme", Source: source,
+		Hook: Hook{ID: newID(), ReceivedAt: receivedAt, Tenant: "acme", Source: source,
 			ContentType: "application/json", Headers: []Header{{"x-signature", "sha256=bad"}, {"x-empty", ""}},
 			Body: body},
 		Method: "POST",

@@ -43,7 +43,7 @@ func TestReplayMovesOnlyRowsDeadBeforeCreationAndResumes(t *testing.T) {
 			return 1000 + int64(c.Seq)
 		})
 	}
-	job := ReplayJob{ID: newID(t), Kind: "dlq", Source: "src", Rate: 10, MaxLagMS: 2000, CreatedAt: created, State: "running"}
+	job := ReplayJob{ID: newID(), Kind: "dlq", Source: "src", Rate: 10, MaxLagMS: 2000, CreatedAt: created, State: "running"}
 	if err := db.PutReplayJob(&job); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestReplayStepHonoursTheStoredStateAndPutKeepsProgress(t *testing.T) {
 	}
 	commit(t, db, recs...)
 	buryAll(t, db, "a", func(*Claimed) int64 { return 100 })
-	job := ReplayJob{ID: newID(t), Kind: "dlq", CreatedAt: 200, State: "running"}
+	job := ReplayJob{ID: newID(), Kind: "dlq", CreatedAt: 200, State: "running"}
 	if err := db.PutReplayJob(&job); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestReplayStepHonoursTheStoredStateAndPutKeepsProgress(t *testing.T) {
 	if n, err := db.ReplayDeadStep(&running, 10, 300); err != nil || n != 0 || running.State != "paused" {
 		t.Fatalf("step of a paused job: %d, %v, state %q", n, err, running.State)
 	}
-	if _, err := db.ReplayDeadStep(&ReplayJob{ID: newID(t)}, 1, 1); !errors.Is(err, ErrNotFound) {
+	if _, err := db.ReplayDeadStep(&ReplayJob{ID: newID()}, 1, 1); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("step of an unknown job: %v", err)
 	}
 	requireExactCounters(t, db)

@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/actors"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // harness records what the test children do: a shared start/stop log, instance counters and events.
@@ -163,21 +164,10 @@ func (h *harness) start(children []ChildSpec, opts Options) *Tree {
 // waitLog waits until the log holds n entries, then returns and empties it.
 func (h *harness) waitLog(n int) []string {
 	h.t.Helper()
-	waitFor(h.t, 5*time.Second, fmt.Sprintf("%d log entries", n), func() bool { return h.logLen() >= n })
+	poll.True(h.t, 5*time.Second, fmt.Sprintf("%d log entries", n), func() bool { return h.logLen() >= n })
 	// Anything beyond n would be a step too many: give it a moment to show up.
 	time.Sleep(20 * time.Millisecond)
 	return h.takeLog()
-}
-
-func waitFor(t *testing.T, total time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", total, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func expectLog(t *testing.T, got []string, want ...string) {
@@ -313,7 +303,7 @@ func TestIsolatedChildPastItsBudgetGoesDownAndComesBackAlone(t *testing.T) {
 	if down.Delay < min/2 || down.Delay > min {
 		t.Fatalf("first back-off %s outside [%s, %s]", down.Delay, min/2, min)
 	}
-	waitFor(t, 5*time.Second, "subtree_up", func() bool { _, _, ok := h.event(EventSubtreeUp, 0); return ok })
+	poll.True(t, 5*time.Second, "subtree_up", func() bool { _, _, ok := h.event(EventSubtreeUp, 0); return ok })
 	up, upAt, _ := h.event(EventSubtreeUp, 0)
 	if up.Child != "metrics" || upAt.Sub(downAt) < down.Delay {
 		t.Fatalf("subtree_up %+v after %s, want after the %s back-off", up, upAt.Sub(downAt), down.Delay)
@@ -328,7 +318,7 @@ func TestIsolatedChildPastItsBudgetGoesDownAndComesBackAlone(t *testing.T) {
 	if !ok || down2.Delay < min || down2.Delay > 2*min {
 		t.Fatalf("second back-off %+v, want within [%s, %s]", down2, min, 2*min)
 	}
-	waitFor(t, 5*time.Second, "the second subtree_up", func() bool { _, _, ok := h.event(EventSubtreeUp, 1); return ok })
+	poll.True(t, 5*time.Second, "the second subtree_up", func() bool { _, _, ok := h.event(EventSubtreeUp, 1); return ok })
 
 	if a, b := h.instances("one"), h.instances("three"); a != 1 || b != 1 {
 		t.Fatalf("siblings restarted: one=%d three=%d, want 1 and 1", a, b)
@@ -372,7 +362,7 @@ func TestChildNotReportingStartedWithinStartTimeoutFailsStart(t *testing.T) {
 		t.Fatalf("Start error %v, want a start timeout of slow", err)
 	}
 	close(release) // the stuck handler returns; the pending stop then completes the teardown
-	waitFor(t, 5*time.Second, "the teardown", func() bool {
+	poll.True(t, 5*time.Second, "the teardown", func() bool {
 		_, ok := h.sys.ProcessRegistry.Get(h.sys.NewLocalPID("root"))
 		return !ok
 	})
