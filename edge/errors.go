@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/verify"
 )
 
@@ -40,14 +41,49 @@ func (e *RefusedError) Error() string {
 var (
 	refuseNotFound       = &RefusedError{Status: 404, Reason: "not_found"}
 	refuseUnknownSource  = &RefusedError{Status: 404, Reason: "unknown_source"}
-	refuseSourceStore    = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
 	refuseOverload       = &RefusedError{Status: 503, Reason: "overload", RetryAfter: 1}
 	refuseStore          = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1}
 	refuseDeadline       = &RefusedError{Status: 503, Reason: "deadline_exceeded", RetryAfter: 1}
 	refuseBadRequest     = &RefusedError{Status: 400, Reason: "bad_request"}
 	refuseDedupeQuota    = &RefusedError{Status: 503, Reason: "dedupe_quota", RetryAfter: 60}
 	refuseQuarantineFull = &RefusedError{Status: 503, Reason: "quarantine_full", RetryAfter: 60}
+	refuseTenantOverload = &RefusedError{Status: 429, Reason: "tenant_overload", RetryAfter: 1}
 )
+
+// Errors of ingest steps that refusalOf maps to their answer.
+var (
+	// errDeadline: the record's group did not start before its deadline; it was expired
+	// and never commits.
+	errDeadline = errors.New("edge: record deadline passed before its group started")
+	// errDedupeLookup: the dedupe fast path could not read the store.
+	errDedupeLookup = errors.New("edge: cannot look up the dedupe key")
+)
+
+// refusalOf is the one map from an ingest step's error to the answer and the outcome
+// label it is counted under. A step returns a *RefusedError when the answer carries a
+// detail only the step knows (a limit, a header name, a wait); anything else is mapped
+// here: the store's errors are 503 store_unavailable unless named.
+func refusalOf(err error) (*RefusedError, string) {
+	var r *RefusedError
+	switch {
+	case errors.As(err, &r):
+	case errors.Is(err, ErrUnknownSource):
+		r = refuseUnknownSource
+	case errors.Is(err, errDeadline):
+		r = refuseDeadline
+	case errors.Is(err, errDedupeLookup):
+		r = refuseStore
+	case errors.Is(err, store.ErrDedupeQuota):
+		r = refuseDedupeQuota
+	default:
+		r = refuseStore
+	}
+	if r.Reason == "verification_failed" {
+		// A forgery refused under on_verify_failure reject.
+		return r, "rejected"
+	}
+	return r, r.Reason
+}
 
 func refuseTooLarge(limit int64) *RefusedError {
 	return &RefusedError{Status: 413, Reason: "payload_too_large", Detail: refusalDetail{"limit", strconv.FormatInt(limit, 10)}}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"io"
 	"strconv"
@@ -38,70 +39,147 @@ func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
 	e.ingest(ctx)
 }
 
+// request is one POST as it moves through the steps of ingest. It lives on the
+// handler's stack; body and hdrs are views into the pooled scratch, valid until the
+// request is answered.
+type request struct {
+	ctx    *fasthttp.RequestCtx
+	sc     *scratch
+	start  time.Time
+	src    *Source
+	tenant string
+	body   []byte
+	hdrs   []store.Header
+	// flagged: verification failed under on_verify_failure accept_flag.
+	flagged   bool
+	dedupeKey string
+	dedupeTTL time.Duration
+}
+
+// ending is how a request that was not refused ends: committed, duplicate or
+// quarantined. The zero value means "go on to the next step".
+type ending struct {
+	outcome string // telemetry.OutcomeCommitted, telemetry.OutcomeDuplicate or outcomeQuarantined
+	id      [16]byte
+	reason  string // the verification failure of a quarantined hook
+}
+
+const outcomeQuarantined = "quarantined"
+
 // ingest runs the steps of one POST in the order the design fixes: everything that can
-// refuse before the body is read first, then the bounded read, then admission, then the
-// commit. Only a committed record is answered 201.
+// refuse before the body is read first, then the bounded read, then verification,
+// admission and the commit. Only a committed record is answered 201. A step either
+// goes on, ends the request (ending) or refuses it (an error, mapped by refusalOf).
+// Refusals before the body is read count only their reason: the source is not yet
+// authenticated.
 func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
-	start := time.Now()
-	route, ok := e.resolver.Resolve(ctx.Path())
-	if !ok {
-		e.refuseEarly(ctx, refuseUnknownSource)
+	rq := request{ctx: ctx, start: time.Now()}
+	if err := e.resolveSource(&rq); err != nil {
+		e.refuseEarly(ctx, err)
 		return
 	}
-	if cl := ctx.Request.Header.ContentLength(); cl > 0 && int64(cl) > e.set.MaxBodyBytes {
-		e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
+	if err := e.checkBeforeRead(&rq); err != nil {
+		e.refuseEarly(ctx, err)
 		return
+	}
+	rq.sc = e.scratch.Get().(*scratch)
+	rq.sc.ctx = ctx
+	defer e.putScratch(rq.sc)
+	if err := e.readBody(&rq); err != nil {
+		e.refuseEarly(ctx, err)
+		return
+	}
+	end, err := e.afterRead(&rq)
+	e.respond(&rq, end, err)
+}
+
+// afterRead runs the steps that need the body: verification and the failure policy,
+// the dedupe key, kept headers and tenant quota, the dedupe fast path, admission and
+// the commit.
+func (e *Edge) afterRead(rq *request) (ending, error) {
+	if end, err := e.verifyTrust(rq); end.outcome != "" || err != nil {
+		return end, err
+	}
+	if err := e.prepare(rq); err != nil {
+		return ending{}, err
+	}
+	if end, err := e.seenBefore(rq); end.outcome != "" || err != nil {
+		return end, err
+	}
+	return e.admitAndCommit(rq)
+}
+
+// resolveSource finds the route's source and the tenant the hook belongs to.
+func (e *Edge) resolveSource(rq *request) error {
+	ctx := rq.ctx
+	route, ok := e.resolver.Resolve(ctx.Path())
+	if !ok {
+		return ErrUnknownSource
+	}
+	if cl := ctx.Request.Header.ContentLength(); cl > 0 && int64(cl) > e.set.MaxBodyBytes {
+		return refuseTooLarge(e.set.MaxBodyBytes)
 	}
 	src, err := e.sources.Lookup(route.Source)
 	if err != nil {
-		if errors.Is(err, ErrUnknownSource) {
-			e.refuseEarly(ctx, refuseUnknownSource)
-		} else {
+		if !errors.Is(err, ErrUnknownSource) {
 			e.log.Warn().Err(err).Msg("source store cannot answer")
-			e.refuseEarly(ctx, refuseSourceStore)
 		}
-		return
+		return err
 	}
-	tenant := src.Tenant
+	rq.src, rq.tenant = src, src.Tenant
 	if route.Tenant != nil {
 		// The URL's tenant is authoritative; a source owned by another tenant does not
 		// exist for it, and a shared source takes the URL's tenant.
 		switch {
 		case src.Tenant == string(route.Tenant):
 		case src.Tenant == DefaultTenant:
-			tenant = string(route.Tenant)
+			rq.tenant = string(route.Tenant)
 		default:
-			e.refuseEarly(ctx, refuseUnknownSource)
-			return
+			return ErrUnknownSource
 		}
 	}
-	trust := src.Trust
-	if r := e.preRead(ctx, src, tenant, start); r != nil {
-		e.refuseEarly(ctx, r)
-		return
-	}
-	if r := checkHeaders(&ctx.Request.Header); r != nil {
-		e.refuseEarly(ctx, r)
-		return
-	}
+	return nil
+}
 
-	sc := e.scratch.Get().(*scratch)
-	sc.ctx = ctx
-	defer func() { sc.ctx = nil; e.scratch.Put(sc) }()
-	maxBody := e.tenantMaxBody(tenant)
-	body, err := readBody(ctx, maxBody, sc.body[:0])
-	sc.body = body[:0]
+// checkBeforeRead runs the pre-read admission (rates, the tenant's body cap) and the
+// header check: everything that can refuse before a body byte is read.
+func (e *Edge) checkBeforeRead(rq *request) error {
+	if r := e.preRead(rq.ctx, rq.src, rq.tenant, rq.start); r != nil {
+		return r
+	}
+	if r := checkHeaders(&rq.ctx.Request.Header); r != nil {
+		return r
+	}
+	return nil
+}
+
+func (e *Edge) putScratch(sc *scratch) {
+	sc.ctx = nil
+	e.scratch.Put(sc)
+}
+
+// readBody reads the body into the scratch, within the tenant's cap.
+func (e *Edge) readBody(rq *request) error {
+	maxBody := e.tenantMaxBody(rq.tenant)
+	body, err := readBody(rq.ctx, maxBody, rq.sc.body[:0])
+	rq.sc.body = body[:0]
 	if err != nil {
 		if errors.Is(err, errTooLarge) {
-			e.refuseEarly(ctx, refuseTooLarge(maxBody))
-		} else {
-			e.refuseEarly(ctx, refuseBodyRead(err))
+			return refuseTooLarge(maxBody)
 		}
-		return
+		return refuseBodyRead(err)
 	}
+	rq.body = body
+	return nil
+}
 
-	// Verification reads the exact bytes and every header, before store_headers drops any.
-	vreq := verify.Request{Body: body, Header: sc.header, Query: sc.query, Now: start}
+// verifyTrust verifies the request and applies the source's on_verify_failure policy:
+// reject refuses, quarantine ends the request in the pen, accept_flag goes on flagged.
+// Verification reads the exact bytes and every header, before store_headers drops any.
+func (e *Edge) verifyTrust(rq *request) (ending, error) {
+	ctx, sc, src := rq.ctx, rq.sc, rq.src
+	trust := src.Trust
+	vreq := verify.Request{Body: rq.body, Header: sc.header, Query: sc.query, Now: rq.start}
 	if trust.PeerCert {
 		if st := ctx.TLSConnectionState(); st != nil && len(st.PeerCertificates) > 0 {
 			vreq.PeerCert = st.PeerCertificates[0]
@@ -111,127 +189,158 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 	if vres.WeakHash {
 		e.tel.WeakHash(src.ID, vres.Scheme)
 	}
-	flagged := false
-	if vres.Status == verify.StatusFailed {
-		e.tel.VerifyFailed(src.ID, vres.Provider, vres.Scheme)
-		switch trust.OnFailure {
-		case config.OnVerifyAcceptFlag:
-			// Stored anyway, flagged; it spends the source's quarantine bucket, so a forged
-			// flood is bounded, and it gets no dedupe key, so it cannot suppress the real event.
-			if ok, wait := e.limits.penBuckets.Take(src.ID, start, e.limits.quarantine, 1); !ok {
-				e.answer(ctx, src.ID, start, refuse429("quarantine_rate_limited", wait), "quarantine_rate_limited")
-				return
-			}
-			flagged = true
-		case config.OnVerifyQuarantine:
-			if ok, wait := e.limits.penBuckets.Take(src.ID, start, e.limits.quarantine, 1); !ok {
-				e.answer(ctx, src.ID, start, refuse429("quarantine_rate_limited", wait), "quarantine_rate_limited")
-				return
-			}
-			reason := verifyReason(vres.Reason)
-			hdrs := collectHeaders(&ctx.Request.Header, sc)
-			hdrs, sc.hashed = trust.Headers.Apply(hdrs, sc.hashed[:0])
-			entry := store.QuarantineEntry{
-				Hook: store.Hook{ID: newID(start), ReceivedAt: start.UnixMilli(), Tenant: tenant, Source: src.ID,
-					ContentType: string(ctx.Request.Header.ContentType()), Headers: cloneHeaders(hdrs), Body: bytes.Clone(body)},
-				Method: string(ctx.Method()), Path: string(ctx.Path()), Reason: reason,
-			}
-			if r := e.quarantine(entry); r != nil {
-				e.answer(ctx, src.ID, start, r, r.Reason)
-				return
-			}
-			ctx.SetStatusCode(fasthttp.StatusAccepted)
-			ctx.SetContentType("application/json")
-			ctx.SetBodyString(`{"status":"quarantined","reason":"` + reason + `"}`)
-			e.tel.Ingest(src.ID, "quarantined", time.Since(start))
-			return
-		default:
-			e.answer(ctx, src.ID, start, refuseVerification(vres.Reason), "rejected")
-			return
+	if vres.Status != verify.StatusFailed {
+		return ending{}, nil
+	}
+	e.tel.VerifyFailed(src.ID, vres.Provider, vres.Scheme)
+	switch trust.OnFailure {
+	case config.OnVerifyAcceptFlag:
+		// Stored anyway, flagged; it spends the source's quarantine bucket, so a forged
+		// flood is bounded, and it gets no dedupe key, so it cannot suppress the real event.
+		if ok, wait := e.limits.penBuckets.Take(src.ID, rq.start, e.limits.quarantine, 1); !ok {
+			return ending{}, refuse429("quarantine_rate_limited", wait)
 		}
+		rq.flagged = true
+		return ending{}, nil
+	case config.OnVerifyQuarantine:
+		if ok, wait := e.limits.penBuckets.Take(src.ID, rq.start, e.limits.quarantine, 1); !ok {
+			return ending{}, refuse429("quarantine_rate_limited", wait)
+		}
+		return e.toPen(rq, verifyReason(vres.Reason))
+	default:
+		return ending{}, refuseVerification(vres.Reason)
 	}
-	dedupeKey := ""
-	var dedupeTTL time.Duration
-	if trust.Dedupe != nil && !flagged {
-		dedupeKey, dedupeTTL = trust.Dedupe.Key(sc.header, body), trust.Dedupe.TTL()
-	}
+}
 
+// toPen writes a request that failed verification to the quarantine pen.
+func (e *Edge) toPen(rq *request, reason string) (ending, error) {
+	ctx, sc := rq.ctx, rq.sc
 	hdrs := collectHeaders(&ctx.Request.Header, sc)
-	hdrs, sc.hashed = trust.Headers.Apply(hdrs, sc.hashed[:0])
-	size := int64(len(body))
-	if r := e.chargeTenant(tenant, size, start); r != nil {
+	hdrs, sc.hashed = rq.src.Trust.Headers.Apply(hdrs, sc.hashed[:0])
+	entry := store.QuarantineEntry{
+		Hook: store.Hook{ID: newID(rq.start), ReceivedAt: rq.start.UnixMilli(), Tenant: rq.tenant, Source: rq.src.ID,
+			ContentType: string(ctx.Request.Header.ContentType()), Headers: cloneHeaders(hdrs), Body: bytes.Clone(rq.body)},
+		Method: string(ctx.Method()), Path: string(ctx.Path()), Reason: reason,
+	}
+	if r := e.quarantine(entry); r != nil {
+		return ending{}, r
+	}
+	return ending{outcome: outcomeQuarantined, reason: reason}, nil
+}
+
+// prepare derives what the stored hook carries besides its body (dedupe key, kept
+// headers) and charges the tenant's quota, now that the request is verified.
+func (e *Edge) prepare(rq *request) error {
+	trust := rq.src.Trust
+	if trust.Dedupe != nil && !rq.flagged {
+		rq.dedupeKey, rq.dedupeTTL = trust.Dedupe.Key(rq.sc.header, rq.body), trust.Dedupe.TTL()
+	}
+	hdrs := collectHeaders(&rq.ctx.Request.Header, rq.sc)
+	rq.hdrs, rq.sc.hashed = trust.Headers.Apply(hdrs, rq.sc.hashed[:0])
+	if r := e.chargeTenant(rq.tenant, int64(len(rq.body)), rq.start); r != nil {
 		label := "other"
-		if _, ok := e.limits.cfg.Tenants[tenant]; ok || tenant == src.Tenant {
-			label = tenant
+		if _, ok := e.limits.cfg.Tenants[rq.tenant]; ok || rq.tenant == rq.src.Tenant {
+			label = rq.tenant
 		}
 		e.tel.RateLimited(label)
-		e.answer(ctx, src.ID, start, r, "rate_limited")
-		return
+		return r
 	}
+	return nil
+}
 
-	id := newID(start)
-	hook := store.Hook{
-		ID: id, ReceivedAt: start.UnixMilli(), Tenant: tenant, Source: src.ID,
-		ContentType: view(ctx.Request.Header.ContentType()),
-		Headers:     hdrs, Body: body, Flagged: flagged, DedupeKey: dedupeKey,
+// seenBefore is the dedupe fast path: a provider retry of a committed event is answered
+// without queueing. The writer re-checks every key anyway, so a read that predates
+// another partition's commit still ends as a duplicate.
+func (e *Edge) seenBefore(rq *request) (ending, error) {
+	if rq.dedupeKey == "" {
+		return ending{}, nil
 	}
-	if dedupeKey != "" {
-		// Fast path: a provider retry of a committed event is answered without queueing.
-		// The writer re-checks every key anyway, so a read that predates another
-		// partition's commit still ends as a duplicate.
-		if db := e.db(); db != nil {
-			orig, dup, err := db.LookupDedupe(tenant, src.ID, dedupeKey, start)
-			switch {
-			case err != nil:
-				e.answer(ctx, src.ID, start, refuseStore, telemetry.OutcomeStoreUnavailable)
-				return
-			case dup:
-				e.duplicate(ctx, sc, orig)
-				e.tel.Ingest(src.ID, telemetry.OutcomeDuplicate, time.Since(start))
-				return
-			}
-		}
+	db := e.db()
+	if db == nil {
+		return ending{}, nil
 	}
-	share, ok := e.admitTenant(tenant, size)
+	orig, dup, err := db.LookupDedupe(rq.tenant, rq.src.ID, rq.dedupeKey, rq.start)
+	switch {
+	case err != nil:
+		return ending{}, fmt.Errorf("%w: %w", errDedupeLookup, err)
+	case dup:
+		return ending{outcome: telemetry.OutcomeDuplicate, id: orig}, nil
+	}
+	return ending{}, nil
+}
+
+// admitAndCommit reserves room in the tenant's share and the record's partition, then
+// commits; the room is given back once the record is answered.
+func (e *Edge) admitAndCommit(rq *request) (ending, error) {
+	size := int64(len(rq.body))
+	share, ok := e.admitTenant(rq.tenant, size)
 	if !ok {
-		e.answer(ctx, src.ID, start, refuse429("tenant_overload", time.Second), "tenant_overload")
-		return
+		return ending{}, refuseTenantOverload
 	}
 	defer share.release(size)
-	p := e.partitionOf(src.ID, id)
+	id := newID(rq.start)
+	p := e.partitionOf(rq.src.ID, id)
 	part := &e.parts[p]
 	if !part.admit(size, e.set.MaxQueue, e.set.MaxQueueBytes) {
 		e.tel.LoadShed()
-		e.answer(ctx, src.ID, start, refuseOverload, telemetry.OutcomeOverload)
-		return
+		return ending{}, refuseOverload
 	}
 	defer part.release(size)
+	return e.commit(rq, id, p)
+}
 
+// commit hands the encoded record to its partition's batcher and waits for the group
+// commit, or the record's deadline.
+func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
+	src := rq.src
+	hook := store.Hook{
+		ID: id, ReceivedAt: rq.start.UnixMilli(), Tenant: rq.tenant, Source: src.ID,
+		ContentType: view(rq.ctx.Request.Header.ContentType()),
+		Headers:     rq.hdrs, Body: rq.body, Flagged: rq.flagged, DedupeKey: rq.dedupeKey,
+	}
 	rec := &store.Pending{
 		Record: store.Record{
-			ID: id, Tenant: tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(size),
+			ID: id, Tenant: rq.tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(len(rq.body)),
 			Value: store.AppendHook(make([]byte, 0, store.HookSize(&hook)), &hook),
-			Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: dedupeKey, DedupeTTL: dedupeTTL,
+			Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: rq.dedupeKey, DedupeTTL: rq.dedupeTTL,
 		},
 		Done: make(chan store.Result, 1),
 	}
 	e.system.Root.Send(e.batchers[p], rec)
 
-	res, ok := e.wait(rec, sc, e.set.RecordDeadline-time.Since(start))
+	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.start))
 	switch {
 	case !ok:
-		e.answer(ctx, src.ID, start, refuseDeadline, telemetry.OutcomeDeadline)
-	case errors.Is(res.Err, store.ErrDedupeQuota):
-		e.answer(ctx, src.ID, start, refuseDedupeQuota, "dedupe_quota")
+		return ending{}, errDeadline
 	case res.Err != nil:
-		e.answer(ctx, src.ID, start, refuseStore, telemetry.OutcomeStoreUnavailable)
+		return ending{}, res.Err
 	case res.Duplicate:
-		e.duplicate(ctx, sc, res.OriginalID)
-		e.tel.Ingest(src.ID, telemetry.OutcomeDuplicate, time.Since(start))
-	default:
-		e.accepted(ctx, sc, id)
-		e.tel.Ingest(src.ID, telemetry.OutcomeCommitted, time.Since(start))
+		return ending{outcome: telemetry.OutcomeDuplicate, id: res.OriginalID}, nil
 	}
+	return ending{outcome: telemetry.OutcomeCommitted, id: id}, nil
+}
+
+// respond writes the answer of a request that got past the body read and counts it
+// under its source and outcome.
+func (e *Edge) respond(rq *request, end ending, err error) {
+	outcome := end.outcome
+	if err != nil {
+		var r *RefusedError
+		r, outcome = refusalOf(err)
+		writeRefusal(rq.ctx, r)
+	} else {
+		switch end.outcome {
+		case telemetry.OutcomeCommitted:
+			e.accepted(rq.ctx, rq.sc, end.id)
+		case telemetry.OutcomeDuplicate:
+			e.duplicate(rq.ctx, rq.sc, end.id)
+		case outcomeQuarantined:
+			rq.ctx.SetStatusCode(fasthttp.StatusAccepted)
+			rq.ctx.SetContentType("application/json")
+			rq.ctx.SetBodyString(`{"status":"quarantined","reason":"` + end.reason + `"}`)
+		}
+	}
+	e.tel.Ingest(rq.src.ID, outcome, time.Since(rq.start))
 }
 
 // wait blocks until the record's group returns or its deadline passes. At the deadline
@@ -264,16 +373,12 @@ func (e *Edge) partitionOf(source string, id [16]byte) int {
 	return int(h % uint64(len(e.parts)))
 }
 
-// refuseEarly answers a request refused before it was admitted; only the reason is
+// refuseEarly answers a request refused before its body was read; only the reason is
 // counted, never the (unauthenticated) source.
-func (e *Edge) refuseEarly(ctx *fasthttp.RequestCtx, r *RefusedError) {
+func (e *Edge) refuseEarly(ctx *fasthttp.RequestCtx, err error) {
+	r, _ := refusalOf(err)
 	e.tel.Refused(r.Reason)
 	writeRefusal(ctx, r)
-}
-
-func (e *Edge) answer(ctx *fasthttp.RequestCtx, source string, start time.Time, r *RefusedError, outcome string) {
-	writeRefusal(ctx, r)
-	e.tel.Ingest(source, outcome, time.Since(start))
 }
 
 // accepted writes 201 {"status":"accepted","id":"…"}, the only committed answer.
