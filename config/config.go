@@ -130,6 +130,9 @@ type Source struct {
 	// ForwardHeaders, when set, is the list of stored headers a sink forwards (default: every
 	// non-credential, non-hop-by-hop header).
 	ForwardHeaders []string `yaml:"forward_headers"`
+	// ForwardProxyHeaders (default false) lets the default forward filter pass forwarded, x-forwarded-*,
+	// x-real-ip and the other client-address headers to sinks; the caller writes them, so they are off.
+	ForwardProxyHeaders bool `yaml:"forward_proxy_headers"`
 
 	// Verify authenticates the source's requests (default: type none, every hook stored as skipped).
 	// Validated by verify.Spec.Validate; its secret is never echoed or printed.

@@ -22,7 +22,7 @@ var (
 		"stream", "project", "message_group_id", "ordering_key", "method",
 		"timeout_ms", "inline_max_bytes", "max_inflight", "confirm_timeout_ms", "retry_ms",
 		"max_record_bytes", "produce_timeout_ms", "publish_timeout_ms", "max_message_bytes",
-		"max_response_bytes",
+		"max_response_bytes", "secret_path",
 	}
 )
 
@@ -89,10 +89,11 @@ func redactVerify(v reflect.Value) map[string]any {
 
 func redactSink(s SinkSpec) map[string]any {
 	m := map[string]any{"type": s.Type, "ordered": s.Ordered}
+	secretPath, _ := s.Options["secret_path"].(bool)
 	for k, v := range s.Options {
 		switch {
 		case slices.Contains(sinkURLKeys, k):
-			m[k] = redactURLs(v)
+			m[k] = redactURLs(v, secretPath)
 		case slices.Contains(sinkPlainKeys, k) && isScalar(v):
 			m[k] = v
 		default:
@@ -111,15 +112,15 @@ func isScalar(v any) bool {
 }
 
 // redactURLs sanitises a URL or a list of URLs; anything else under a URL key is redacted whole.
-func redactURLs(v any) any {
+func redactURLs(v any, secretPath bool) any {
 	switch x := v.(type) {
 	case string:
-		return redactURL(x)
+		return RedactURL(x, secretPath)
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
 			if s, ok := e.(string); ok {
-				out[i] = redactURL(s)
+				out[i] = RedactURL(s, secretPath)
 			} else {
 				out[i] = redacted
 			}
@@ -129,9 +130,18 @@ func redactURLs(v any) any {
 	return redacted
 }
 
-// redactURL keeps scheme, host and path; drops userinfo and fragment; keeps query names with their
-// values redacted. A bare "user:pass@host:port" loses everything up to the "@". Unparseable → redacted.
-func redactURL(s string) string {
+// MinPathToken is the shortest path segment RedactURL takes for a token.
+const MinPathToken = 16
+
+// RedactURL is how a sink URL is shown anywhere outside the sink: print-config, delivery errors, stored
+// LastError and DeadReason rows, logs. It keeps scheme, host and path; drops userinfo and fragment; keeps
+// query names with their values redacted. Webhook URLs often carry their secret in the path (Slack's
+// /services/T…/B…/<secret>, Discord's /api/webhooks/<id>/<token>), so every path segment of at least
+// MinPathToken characters that mixes at least two of lowercase letters, uppercase letters and digits is
+// replaced by "[REDACTED]"; with secretPath (the sink option secret_path: true, for shorter or unusual
+// tokens) the whole path is. A bare "user:pass@host:port" loses everything up to the "@". Unparseable →
+// redacted whole.
+func RedactURL(s string, secretPath bool) string {
 	if !strings.Contains(s, "://") {
 		if i := strings.LastIndexByte(s, '@'); i >= 0 {
 			s = s[i+1:]
@@ -139,13 +149,16 @@ func redactURL(s string) string {
 		if strings.ContainsAny(s, "?#") {
 			return redacted
 		}
+		if i := strings.IndexByte(s, '/'); i >= 0 {
+			return s[:i] + redactPath(s[i:], secretPath)
+		}
 		return s
 	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" {
 		return redacted
 	}
-	out := u.Scheme + "://" + u.Host + u.EscapedPath()
+	out := u.Scheme + "://" + u.Host + redactPath(u.EscapedPath(), secretPath)
 	if u.RawQuery != "" {
 		q, err := url.ParseQuery(u.RawQuery)
 		if err != nil {
@@ -159,4 +172,41 @@ func redactURL(s string) string {
 		out += "?" + strings.Join(names, "&")
 	}
 	return out
+}
+
+// redactPath applies RedactURL's path rule to an escaped path.
+func redactPath(p string, secretPath bool) string {
+	if p == "" || p == "/" {
+		return p
+	}
+	if secretPath {
+		return "/" + redacted
+	}
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		if pathToken(seg) {
+			segs[i] = redacted
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// pathToken reports whether an escaped path segment looks like a token: long, and mixing character classes
+// as random text does (so /orders-processing-queue is kept, /T0A1B2C3D4E5F6G7H8 is not).
+func pathToken(seg string) bool {
+	if len(seg) < MinPathToken {
+		return false
+	}
+	var lower, upper, digit int
+	for i := 0; i < len(seg); i++ {
+		switch c := seg[i]; {
+		case 'a' <= c && c <= 'z':
+			lower = 1
+		case 'A' <= c && c <= 'Z':
+			upper = 1
+		case '0' <= c && c <= '9':
+			digit = 1
+		}
+	}
+	return lower+upper+digit >= 2
 }

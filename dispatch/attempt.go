@@ -36,7 +36,7 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 		for i, h := range hook.Headers {
 			hs[i] = sinks.Header{Name: h.Name, Value: h.Value}
 		}
-		env.Headers = sinks.ForwardedHeaders(hs, r.forward)
+		env.Headers = r.forward.Headers(hs)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), d.set.AttemptTimeout)

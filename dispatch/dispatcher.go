@@ -71,7 +71,7 @@ type route struct {
 	sink    sinks.Sink
 	typ     string
 	ordered bool
-	forward []string
+	forward sinks.Forward
 	policy  RetryPolicy
 }
 
@@ -158,7 +158,7 @@ func New(cfg *config.Config, db func() Store, reg *sinks.Registry, tel *telemetr
 				d.Close()
 				return nil, fmt.Errorf("dispatch: source %s sink %d: %w", id, i, err)
 			}
-			d.routes[id] = append(d.routes[id], route{sink: s, typ: spec.Type, ordered: spec.Ordered, forward: src.ForwardHeaders, policy: policy})
+			d.routes[id] = append(d.routes[id], route{sink: s, typ: spec.Type, ordered: spec.Ordered, forward: sinks.Forward{Allow: src.ForwardHeaders, Proxy: src.ForwardProxyHeaders}, policy: policy})
 		}
 	}
 	return d, nil

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/store"
 )
 
@@ -38,14 +39,8 @@ func NewHeaderPolicy(spec config.StoreHeaders, tokenHeaders []string) HeaderPoli
 	return p
 }
 
-// builtinCredential lists the headers that carry a credential whatever the configuration.
-func builtinCredential(name string) bool {
-	switch name {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "x-auth-token":
-		return true
-	}
-	return false
-}
+// builtinCredential is the one credential list the sinks' forward filter uses too (sinks.CredentialHeaders).
+func builtinCredential(name string) bool { return sinks.IsCredentialHeader(name) }
 
 func contains(list []string, name string) bool {
 	for _, s := range list {

@@ -65,16 +65,31 @@ func (e *Envelope) Text() string {
 	return string(b[:])
 }
 
-// ForwardedHeaders returns the provider headers a sink passes on (inventory D.4, `forward_headers`).
+// Forward is a source's forward policy (inventory D.4 `forward_headers`, plus `forward_proxy_headers`).
+type Forward struct {
+	// Allow, when non-nil, is the only names (case-insensitive) forwarded; an empty non-nil list forwards
+	// nothing. nil is the default filter.
+	Allow []string
+	// Proxy lets the default filter pass the proxy headers (IsProxyHeader): forwarded, x-forwarded-*,
+	// x-real-ip and the like. Off by default: the caller writes them, so they would tell a sink an origin
+	// nobody checked.
+	Proxy bool
+}
+
+// ForwardedHeaders applies the default forward policy with allow as its allow list; see Forward.Headers.
+func ForwardedHeaders(h []Header, allow []string) []Header { return Forward{Allow: allow}.Headers(h) }
+
+// Headers returns the provider headers a sink passes on (inventory D.4, `forward_headers`).
 //
-// With allow == nil (the option absent) every stored header is forwarded except credentials (authorization,
-// proxy-authorization, cookie, x-api-key), the framing and hop-by-hop headers the sink itself owns (host,
-// content-length, content-type, connection, keep-alive, transfer-encoding, te, trailer, upgrade, expect) and
-// every x-ankusa-* header. With an allow list only the listed names (case-insensitive) are forwarded; an empty
-// non-nil list forwards nothing. Listing a credential forwards it (the operator asked for it), but the framing
-// headers and x-ankusa-* are never forwarded: the sink sets them, and a provider must not be able to spoof them.
-// Repeated headers keep their order. The result never aliases h's backing array.
-func ForwardedHeaders(h []Header, allow []string) []Header {
+// Under the default filter (Allow == nil) every stored header is forwarded except credentials
+// (CredentialHeaders, the one list the edge's store_headers policy uses too), the proxy headers unless Proxy
+// is set, the framing and hop-by-hop headers the sink itself owns (host, content-length, content-type,
+// connection, keep-alive, transfer-encoding, te, trailer, upgrade, expect) and every x-ankusa-* header. With
+// an allow list only the listed names are forwarded. Listing a credential or a proxy header forwards it (the
+// operator asked for it), but the framing headers and x-ankusa-* are never forwarded: the sink sets them, and
+// a provider must not be able to spoof them. Repeated headers keep their order. The result never aliases h's
+// backing array.
+func (f Forward) Headers(h []Header) []Header {
 	if len(h) == 0 {
 		return nil
 	}
@@ -87,11 +102,11 @@ func ForwardedHeaders(h []Header, allow []string) []Header {
 		if owned(name) {
 			continue
 		}
-		if allow == nil {
-			if credential(name) {
+		if f.Allow == nil {
+			if IsCredentialHeader(name) || (!f.Proxy && IsProxyHeader(name)) {
 				continue
 			}
-		} else if !listed(name, allow) {
+		} else if !listed(name, f.Allow) {
 			continue
 		}
 		out = append(out, Header{Name: name, Value: hd.Value})
@@ -107,14 +122,6 @@ func owned(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "x-ankusa-")
-}
-
-func credential(name string) bool {
-	switch name {
-	case "authorization", "proxy-authorization", "cookie", "x-api-key":
-		return true
-	}
-	return false
 }
 
 func listed(name string, allow []string) bool {

@@ -12,6 +12,8 @@ var (
 	// errBodyReleased is what the transport reads if it touches the body after Deliver returned.
 	errBodyReleased = errors.New("httpsink: request body released")
 	errEmptySecret  = errors.New("httpsink: empty secret")
+	// errUnbuildable is a request no retry can send (always Permanent).
+	errUnbuildable = errors.New("httpsink: request cannot be built")
 )
 
 // StatusError is a non-2xx answer. Its class (Permanent, RetryAfter or Transient) is carried by the wrapping

@@ -24,8 +24,10 @@ const (
 
 // settings is a validated sink entry.
 type settings struct {
-	url     *url.URL
-	target  string // scheme://host/path: what errors name (no userinfo, no query: either may hold a secret)
+	url *url.URL
+	// target is what errors and logs name: config.RedactURL of the url (no userinfo, no query values, no
+	// path token; no path at all under secret_path), since every one of them may hold a secret.
+	target  string
 	method  string
 	static  []header // canonical name, value
 	forward []string // nil: the default filter
@@ -41,13 +43,14 @@ func parse(spec config.SinkSpec) (settings, error) {
 	o := sinks.NewOptions(Type, spec.Options)
 	var s settings
 
+	secretPath := o.Bool("secret_path", false)
 	if raw := o.RequiredString("url"); raw != "" {
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			o.Fail("url", "must be an absolute http(s) URL")
 		} else {
 			s.url = u
-			s.target = u.Scheme + "://" + u.Host + u.EscapedPath()
+			s.target = config.RedactURL(raw, secretPath)
 		}
 	}
 

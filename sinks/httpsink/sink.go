@@ -88,7 +88,11 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 			s.transport.CloseIdleConnections()
 		}
 	}()
-	resp, err := s.client.Do(s.request(ctx, e, g))
+	req, err := s.request(ctx, e, g)
+	if err != nil {
+		return err
+	}
+	resp, err := s.client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
@@ -100,11 +104,14 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 	return s.answer(resp)
 }
 
-// request builds the attempt's request. The URL is copied so concurrent attempts share nothing mutable.
-func (s *sink) request(ctx context.Context, e *sinks.Envelope, g *bodyGuard) *http.Request {
+// request builds the attempt's request. The URL is copied so concurrent attempts share nothing mutable. A
+// request that cannot be built is a Permanent error: the same hook would fail the same way on every retry.
+func (s *sink) request(ctx context.Context, e *sinks.Envelope, g *bodyGuard) (*http.Request, error) {
 	u := *s.url
 	h := make(http.Header, 8+len(e.Headers)+len(s.static))
-	for _, fh := range sinks.ForwardedHeaders(e.Headers, s.forward) {
+	// Proxy headers pass here: whether a source forwards them is its own policy (forward_proxy_headers),
+	// which dispatch applied when it built the envelope.
+	for _, fh := range (sinks.Forward{Allow: s.forward, Proxy: true}).Headers(e.Headers) {
 		if validName(fh.Name) && validValue(fh.Value) {
 			k := http.CanonicalHeaderKey(fh.Name)
 			h[k] = append(h[k], fh.Value)
@@ -113,24 +120,26 @@ func (s *sink) request(ctx context.Context, e *sinks.Envelope, g *bodyGuard) *ht
 	for _, sh := range s.static { // configured headers win over forwarded ones
 		h[sh.name] = []string{sh.value}
 	}
+	// Every value taken from the hook goes through sinks.HeaderValue: a dedupe key or a URL tenant may hold
+	// bytes no header can carry, and such a request would fail every attempt.
 	id := e.Text()
 	if e.ContentType != "" {
-		h["Content-Type"] = []string{e.ContentType}
+		h["Content-Type"] = []string{sinks.HeaderValue(e.ContentType)}
 	}
 	h["X-Ankusa-Id"] = []string{id}
-	h["X-Ankusa-Source"] = []string{e.Source}
+	h["X-Ankusa-Source"] = []string{sinks.HeaderValue(e.Source)}
 	if e.Tenant != "" {
-		h["X-Ankusa-Tenant"] = []string{e.Tenant}
+		h["X-Ankusa-Tenant"] = []string{sinks.HeaderValue(e.Tenant)}
 	}
-	h["X-Ankusa-Idempotency-Key"] = []string{e.IdempotencyKey()}
+	h["X-Ankusa-Idempotency-Key"] = []string{sinks.HeaderValue(e.IdempotencyKey())}
 	if e.DedupeKey != "" {
-		h["X-Ankusa-Dedupe-Key"] = []string{e.DedupeKey}
+		h["X-Ankusa-Dedupe-Key"] = []string{sinks.HeaderValue(e.DedupeKey)}
 	}
 	if e.ReplayID != "" {
-		h["X-Ankusa-Replay-Id"] = []string{e.ReplayID}
+		h["X-Ankusa-Replay-Id"] = []string{sinks.HeaderValue(e.ReplayID)}
 	}
 	if e.Verification != "" {
-		h["X-Ankusa-Verification"] = []string{e.Verification}
+		h["X-Ankusa-Verification"] = []string{sinks.HeaderValue(e.Verification)}
 	}
 	if len(s.secrets) > 0 {
 		ts := strconv.FormatInt(s.now().Unix(), 10)
@@ -157,7 +166,26 @@ func (s *sink) request(ctx context.Context, e *sinks.Envelope, g *bodyGuard) *ht
 		// GetBody lets the transport resend on a kept-alive connection the server closed before reading.
 		req.GetBody = func() (io.ReadCloser, error) { return &bodyReader{g: g}, nil }
 	}
-	return req.WithContext(ctx)
+	if err := checkHeader(h); err != nil {
+		return nil, sinks.Permanent(err)
+	}
+	return req.WithContext(ctx), nil
+}
+
+// checkHeader refuses what Go's transport would refuse on every attempt: a name that is not a token or a value
+// with a control character. It names the header, never its value.
+func checkHeader(h http.Header) error {
+	for name, values := range h {
+		if !validName(name) {
+			return errUnbuildable
+		}
+		for _, v := range values {
+			if !validValue(v) {
+				return fmt.Errorf("%w: header %s holds a byte HTTP cannot carry", errUnbuildable, name)
+			}
+		}
+	}
+	return nil
 }
 
 // answer maps the response to the sink's result (inventory D.2 "Permanent failures" column) after reading at
