@@ -150,7 +150,7 @@ func (sh *tenantShare) release(size int64) {
 	}
 }
 
-// Sweep drops limiter keys that refilled; the instance calls it periodically.
+// Sweep drops limiter keys that refilled; the limiter actor calls it every second.
 func (e *Edge) Sweep(now time.Time) {
 	l := e.limits
 	for _, lim := range []*Limiter{l.ip, l.sourceBytes, l.tenantHooks, l.tenantBytes, l.penBuckets} {

@@ -26,6 +26,7 @@ type batcher struct {
 	buf       []*store.Pending
 	inflight  int
 	scheduled bool
+	timer     *time.Timer // the max_delay wake-up, made once and re-armed; stopped with the batcher
 }
 
 // NewBatcherProps returns the props of partition i's batcher.
@@ -69,8 +70,7 @@ func (b *batcher) Receive(ctx actor.Context) {
 		case !b.scheduled:
 			b.scheduled = true
 			if b.maxDelay > 0 {
-				self, root := ctx.Self(), ctx.ActorSystem().Root
-				time.AfterFunc(b.maxDelay, func() { root.Send(self, flush{}) })
+				b.armTimer(ctx)
 			} else {
 				ctx.Send(ctx.Self(), flush{})
 			}
@@ -84,8 +84,22 @@ func (b *batcher) Receive(ctx actor.Context) {
 		}
 		b.dispatch(ctx)
 	case *actor.Restarting, *actor.Stopping:
+		if b.timer != nil {
+			b.timer.Stop()
+		}
 		b.dropAll()
 	}
+}
+
+// armTimer sends flush to the batcher after max_delay. A flush that finds the buffer
+// already sent is harmless: it dispatches nothing.
+func (b *batcher) armTimer(ctx actor.Context) {
+	if b.timer == nil {
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		b.timer = time.AfterFunc(b.maxDelay, func() { root.Send(self, flush{}) })
+		return
+	}
+	b.timer.Reset(b.maxDelay)
 }
 
 // dispatch hands full-or-ready batches to the writer while the partition has room in

@@ -9,22 +9,22 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // listener owns the ingest socket. Its Started opens the port (a port that cannot be
 // bound fails the boot); its Stopping closes the listener and waits for the requests it
 // is serving, each of which ends in an answer.
 type listener struct {
-	e    *Edge
-	srv  *fasthttp.Server
-	done sync.WaitGroup
+	e     *Edge
+	srv   *fasthttp.Server
+	tasks *task.Group // the serving goroutine
 }
 
 // NewListenerProps returns the ingest listener's props.
@@ -74,13 +74,13 @@ func (l *listener) start() error {
 	}
 	bound := ln.Addr().String()
 	l.e.addr.Store(&bound)
-	l.done.Add(1)
-	go func() {
-		defer l.done.Done()
-		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
+	l.tasks = &task.Group{}
+	srv := l.srv
+	l.tasks.Go(func(<-chan struct{}) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
 			l.e.log.Error().Err(err).Msg("ingest listener stopped")
 		}
-	}()
+	})
 	l.e.log.Info().Str("addr", bound).Msg("ingest listening")
 	return nil
 }
@@ -92,8 +92,8 @@ func (l *listener) stop() {
 	if err := l.srv.Shutdown(); err != nil {
 		l.e.log.Warn().Err(err).Msg("ingest listener shutdown")
 	}
-	l.done.Wait()
-	l.srv = nil
+	l.tasks.Stop()
+	l.srv, l.tasks = nil, nil
 	empty := ""
 	l.e.addr.Store(&empty)
 }

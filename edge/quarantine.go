@@ -8,6 +8,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // The quarantine pen holds hooks that failed verification on a source whose
@@ -93,6 +94,7 @@ type penWriter struct {
 	buf      []*penWrite
 	inflight bool
 	flushing bool
+	tasks    *task.Group // the commit task in flight
 }
 
 // NewPenProps returns the pen writer's props.
@@ -103,6 +105,7 @@ func NewPenProps(e *Edge) *actor.Props {
 func (w *penWriter) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		w.tasks = &task.Group{}
 		// The pen's byte count survives a restart: seed the reservations from the store.
 		if db := w.e.db(); db != nil {
 			bytes, _ := db.QuarantineStats()
@@ -126,6 +129,13 @@ func (w *penWriter) Receive(ctx actor.Context) {
 			pw.done <- ErrBatcherStopped
 		}
 		w.buf = nil
+		// The task in flight answers its own group. Waiting for it means the store is never
+		// closed under a pen write, and a restarted writer seeds its byte count from the
+		// store only once that write landed or failed.
+		if w.tasks != nil {
+			w.tasks.Stop()
+			w.tasks = nil
+		}
 	}
 }
 
@@ -137,7 +147,7 @@ func (w *penWriter) commit(ctx actor.Context) {
 	w.buf = nil
 	w.inflight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
-	go func() {
+	started := w.tasks.Go(func(<-chan struct{}) {
 		err := store.ErrClosed
 		if db := e.db(); db != nil {
 			entries := make([]store.QuarantineEntry, len(group))
@@ -150,7 +160,12 @@ func (w *penWriter) commit(ctx actor.Context) {
 			pw.done <- err
 		}
 		root.Send(self, penDone{})
-	}()
+	})
+	if !started { // stopping: nothing will write the group
+		for _, pw := range group {
+			pw.done <- ErrBatcherStopped
+		}
+	}
 }
 
 // QuarantineWaiting reports the pen writes waiting for the disk (the bound is

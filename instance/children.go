@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // storeOwner is the child that owns the RocksDB handle: it opens the store when it
@@ -56,8 +58,8 @@ func (s *storeOwner) close() {
 // gauges samples what the metrics cannot count as it happens: queue depth and the store's
 // next seq, every interval. Each sample is a few atomic reads: O(1) whatever the backlog.
 type gauges struct {
-	i    *Instance
-	stop chan struct{}
+	i     *Instance
+	tasks *task.Group // the ticker; one group per incarnation
 }
 
 type tick struct{}
@@ -71,50 +73,40 @@ func newGaugesProps(i *Instance) *actor.Props {
 func (g *gauges) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		g.stop = make(chan struct{})
-		self, root, stop := ctx.Self(), ctx.ActorSystem().Root, g.stop
-		go func() {
-			t := time.NewTicker(gaugeInterval)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					root.Send(self, tick{})
-				case <-stop:
-					return
-				}
-			}
-		}()
+		g.tasks = &task.Group{}
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		g.tasks.Every(gaugeInterval, func() { root.Send(self, tick{}) })
 	case tick:
 		g.sample()
 	case *actor.Stopping, *actor.Restarting:
-		if g.stop != nil {
-			close(g.stop)
-			g.stop = nil
+		if g.tasks != nil {
+			g.tasks.Stop()
+			g.tasks = nil
 		}
 	}
 }
 
 func (g *gauges) sample() {
-	m := g.i.tel.Metrics
 	if g.i.edge != nil {
-		g.i.edge.Sweep(time.Now())
-		recs, bytes := g.i.edge.Queue()
-		m.QueueRecords.Set(float64(recs))
-		m.QueueBytes.Set(float64(bytes))
+		g.i.tel.IngestQueue(g.i.edge.Queue())
 	}
 	if db := g.i.db.Load(); db != nil {
-		m.StoreNextSeq.Set(float64(db.NextSeq()))
-		m.StoreUnavailable.Set(0)
+		g.i.tel.StoreNextSeq(db.NextSeq())
+		g.i.tel.Metrics.StoreUnavailable.Set(0)
 	}
 }
 
 // admin serves the operator surface: GET /metrics (the instance's own registry),
 // /health and /ready. It is an isolated domain: its crash never touches ingest.
 type admin struct {
-	i   *Instance
-	srv *http.Server
+	i     *Instance
+	srv   *http.Server
+	tasks *task.Group // the serving goroutine
 }
+
+// adminShutdownTimeout bounds how long a stopping admin listener waits for the requests
+// it serves (a scrape, a probe) before it closes their connections.
+const adminShutdownTimeout = 5 * time.Second
 
 func newAdminProps(i *Instance) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor { return &admin{i: i} })
@@ -127,11 +119,24 @@ func (a *admin) Receive(ctx actor.Context) {
 			panic(err)
 		}
 	case *actor.Stopping, *actor.Restarting:
-		if a.srv != nil {
-			_ = a.srv.Close()
-			a.srv = nil
-		}
+		a.stop()
 	}
+}
+
+// stop shuts the server down (no new connection, in-flight requests answered) and
+// waits for its serving goroutine, so a restarted admin can bind the port again.
+func (a *admin) stop() {
+	if a.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), adminShutdownTimeout)
+	defer cancel()
+	if err := a.srv.Shutdown(ctx); err != nil {
+		a.i.log.Warn().Err(err).Msg("admin shutdown: closing the connections still open")
+		_ = a.srv.Close()
+	}
+	a.tasks.Stop()
+	a.srv, a.tasks = nil, nil
 }
 
 func (a *admin) start() error {
@@ -161,7 +166,12 @@ func (a *admin) start() error {
 	bound := ln.Addr().String()
 	a.i.adminAddr.Store(&bound)
 	srv := a.srv
-	go func() { _ = srv.Serve(ln) }()
+	a.tasks = &task.Group{}
+	a.tasks.Go(func(<-chan struct{}) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.i.log.Error().Err(err).Msg("admin listener stopped")
+		}
+	})
 	a.i.log.Info().Str("addr", bound).Msg("admin listening")
 	return nil
 }

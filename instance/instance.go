@@ -92,7 +92,7 @@ func (i *Instance) Start() error {
 			i.log.Warn().Str("source_id", id).Msg("source has no dedupe: a provider retry after a lost ack is stored and delivered again")
 		}
 	}
-	i.tel.Metrics.SourcesWithoutDedupe.Set(float64(without))
+	i.tel.SourcesWithoutDedupe(without)
 
 	children := []supervision.ChildSpec{
 		{Name: "metrics", Props: i.withKill(newGaugesProps(i)), Domain: "metrics", Isolated: true},
@@ -160,6 +160,7 @@ func (i *Instance) edgeChildren() []supervision.ChildSpec {
 	}}
 	// The quarantine pen's writer: one group commit per tick, apart from the hooks' writer.
 	specs = append(specs, supervision.ChildSpec{Name: edge.PenChild, Domain: "core", Props: i.withKill(edge.NewPenProps(i.edge))})
+	specs = append(specs, supervision.ChildSpec{Name: edge.LimiterChild, Domain: "core", Props: i.withKill(edge.NewLimiterProps(i.edge))})
 	for p := range cfg.Batcher.Partitions {
 		specs = append(specs, supervision.ChildSpec{Name: edge.BatcherChild(p), Domain: "core", Props: i.withKill(edge.NewBatcherProps(i.edge, p, writer))})
 	}

@@ -81,6 +81,19 @@ func (t *Telemetry) Commit(d time.Duration, records, bytes int, err error, class
 	t.Metrics.CommitBatchSize.Observe(float64(records))
 }
 
+// IngestQueue reports the records and body bytes the edge's partitions hold (sampled).
+func (t *Telemetry) IngestQueue(records, bytes int64) {
+	t.Metrics.QueueRecords.Set(float64(records))
+	t.Metrics.QueueBytes.Set(float64(bytes))
+}
+
+// StoreNextSeq reports the seq the store assigns next (sampled).
+func (t *Telemetry) StoreNextSeq(seq uint64) { t.Metrics.StoreNextSeq.Set(float64(seq)) }
+
+// SourcesWithoutDedupe reports how many configured sources have no dedupe (each is also a
+// boot warning).
+func (t *Telemetry) SourcesWithoutDedupe(n int) { t.Metrics.SourcesWithoutDedupe.Set(float64(n)) }
+
 // SubtreeEvent is a failure domain going down or coming back.
 type SubtreeEvent struct {
 	Kind, Domain, Child, Reason string

@@ -1,0 +1,38 @@
+// Package leak is the TestMain of every package whose code starts goroutines: once the
+// tests passed, no goroutine may be left but the runtime's and the test runner's.
+//
+// It adds one thing to goleak.VerifyTestMain: a deadline instead of goleak's half a
+// second of retries. fasthttp's worker pool cleans idle workers from a goroutine that
+// sleeps max_idle_worker_duration (10 s) between looks at its stop channel; a stopped
+// server's cleaner therefore ends up to 10 s after the server, and nothing outside
+// fasthttp can wake it. Waiting for it keeps the check whole (no goroutine is ignored),
+// and a real leak still fails, only later.
+package leak
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ankusa-go/ankusa/test/poll"
+)
+
+// Within is how long goroutines may take to end after the last test: fasthttp's idle
+// worker cleaner sleeps 10 s between looks at its stop channel.
+const Within = 15 * time.Second
+
+// VerifyTestMain runs the tests and, if they passed, fails the binary while a goroutine
+// the tests started is still running after Within.
+func VerifyTestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 {
+		if err := poll.Wait(Within, func() error { return goleak.Find() }); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests passed: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
