@@ -16,6 +16,7 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // lagRecorder measures, per tenant, how old each hook is when its sink gets it.
@@ -66,16 +67,24 @@ func fairnessRun(t testing.TB, heavy bool) (time.Duration, int) {
 		// Tenant A's backlog, 99 hooks per light hook, is ingested first: B's hooks then
 		// queue behind it at the scheduler while A's slow sink drains it.
 		var wg sync.WaitGroup
+		errs := make(chan error, 8)
 		for w := range 8 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				for i := range rounds * 99 / 8 {
-					ingest(t, inst, "/webhooks/a", fmt.Appendf(nil, `{"w":%d,"i":%d}`, w, i))
+					if _, err := post(inst, "/webhooks/a", fmt.Appendf(nil, `{"w":%d,"i":%d}`, w, i)); err != nil {
+						errs <- err
+						return
+					}
 				}
 			}()
 		}
 		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
 	}
 	for range rounds {
 		ingest(t, inst, "/webhooks/b", []byte(`{"light":true}`))
@@ -86,7 +95,7 @@ func fairnessRun(t testing.TB, heavy bool) (time.Duration, int) {
 			t.Fatalf("tenant A's backlog was drained before B's hooks ran behind it")
 		}
 	}
-	eventually(t, 30*time.Second, "tenant B's hooks", func() bool { _, n := rec.p99("tenant-b"); return n == rounds })
+	poll.True(t, 30*time.Second, "tenant B's hooks", func() bool { _, n := rec.p99("tenant-b"); return n == rounds })
 	return rec.p99("tenant-b")
 }
 

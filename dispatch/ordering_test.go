@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // Design: "with ordered: true the hooks of one lane are delivered one at a time in seq
@@ -33,11 +34,11 @@ func TestOrderedLaneDeliversInSeqOrder(t *testing.T) {
 		ingest(t, inst, "/webhooks/ord", fmt.Appendf(nil, `{"n":%d}`, i))
 	}
 	// While hook 3 waits for its retry, the other lane is not blocked.
-	eventually(t, 5*time.Second, "the ordered lane's head to fail", func() bool {
+	poll.True(t, 5*time.Second, "the ordered lane's head to fail", func() bool {
 		return counts(inst).Scheduled > 0
 	})
 	freeID := ingest(t, inst, "/webhooks/free", []byte(`{"free":true}`))
-	eventually(t, 2*time.Second, "the unordered lane to deliver while the ordered one waits", func() bool {
+	poll.True(t, 2*time.Second, "the unordered lane to deliver while the ordered one waits", func() bool {
 		for _, r := range free.delivered() {
 			if r.id == freeID {
 				return true
@@ -48,7 +49,7 @@ func TestOrderedLaneDeliversInSeqOrder(t *testing.T) {
 	if got := len(ordered.delivered()); got >= n {
 		t.Fatalf("the ordered lane finished (%d) before its blocked head's retry was due", got)
 	}
-	eventually(t, 15*time.Second, "every ordered hook", func() bool { return len(ordered.delivered()) == n })
+	poll.True(t, 15*time.Second, "every ordered hook", func() bool { return len(ordered.delivered()) == n })
 	for i, r := range ordered.delivered() {
 		var b struct{ N int }
 		_ = json.Unmarshal(r.body, &b)
