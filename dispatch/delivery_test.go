@@ -104,21 +104,18 @@ func httpSource(tenant, url string, ordered bool) config.Source {
 	return config.Source{Tenant: tenant, Sinks: []config.SinkSpec{{Type: "http", Ordered: ordered, Options: map[string]any{"url": url}}}}
 }
 
-// client bounds every test request, so that a hung ingest fails the test instead of hanging it.
-var client = &http.Client{Timeout: 15 * time.Second}
-
 // ingest posts one hook and returns its id.
 func ingest(t testing.TB, inst *instance.Instance, path string, body []byte) string {
 	t.Helper()
-	id, err := post(inst, path, body)
+	id, err := tryIngest(inst, path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return id
 }
 
-// post is ingest for a goroutine a test started: it returns its error instead of failing the test.
-func post(inst *instance.Instance, path string, body []byte) (string, error) {
+// tryIngest is ingest for a goroutine a test started: it returns its error instead of failing the test.
+func tryIngest(inst *instance.Instance, path string, body []byte) (string, error) {
 	resp, err := client.Post("http://"+inst.IngestAddr()+path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		return "", err

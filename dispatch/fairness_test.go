@@ -73,7 +73,7 @@ func fairnessRun(t testing.TB, heavy bool) (time.Duration, int) {
 			go func() {
 				defer wg.Done()
 				for i := range rounds * 99 / 8 {
-					if _, err := post(inst, "/webhooks/a", fmt.Appendf(nil, `{"w":%d,"i":%d}`, w, i)); err != nil {
+					if _, err := tryIngest(inst, "/webhooks/a", fmt.Appendf(nil, `{"w":%d,"i":%d}`, w, i)); err != nil {
 						errs <- err
 						return
 					}
