@@ -143,6 +143,12 @@ type Source struct {
 	Dedupe *DedupeSpec `yaml:"dedupe"`
 	// StoreHeaders drops (default) or hashes credential headers before the hook is stored.
 	StoreHeaders StoreHeaders `yaml:"store_headers"`
+	// VerifyFailureBytes is the source's verification budget: the bytes its failed verifications may
+	// hash per second (body size times the keys and signatures tried), refilling a bucket of Burst bytes.
+	// While the source is over it, its requests are refused before the body is read (429
+	// verify_rate_limited). nil (the default) = {DefaultVerifyFailureRate,
+	// DefaultVerifyFailureBurst}.
+	VerifyFailureBytes *Rate `yaml:"verify_failure_bytes"`
 	// TrustURLTenant (default false) accepts that a shared source takes the tenant its URL names under
 	// http.routing tenant_path even though it verifies nothing.
 	TrustURLTenant bool `yaml:"trust_url_tenant"`

@@ -29,6 +29,15 @@ const (
 // DefaultDedupeTTLSeconds is the dedupe window when a dedupe block sets no ttl_seconds: 72 h (inventory C.5).
 const DefaultDedupeTTLSeconds = 259_200
 
+// A source's verification budget when it sets no verify_failure_bytes: 64 MiB/s of hashing by failed
+// verifications, in a bucket of 256 MiB. One worst-case forged request (an 8 MB body against 8 keys)
+// hashes about 64 MB, so one source's forgeries keep well under one core busy, while a sender whose
+// signatures fail on ordinary bodies (a few KB) still gets thousands of failures a second.
+const (
+	DefaultVerifyFailureRate  = 64 << 20  // bytes hashed per second
+	DefaultVerifyFailureBurst = 256 << 20 // bytes
+)
+
 var (
 	verifyFailurePolicies = []string{OnVerifyReject, OnVerifyQuarantine, OnVerifyAcceptFlag}
 	storeHeaderModes      = []string{StoreHeadersDrop, StoreHeadersHash}
@@ -279,6 +288,9 @@ func validateSourceTrust(ps *problems, p string, s Source) {
 	}
 	if s.Dedupe != nil {
 		validateDedupe(ps, join(p, "dedupe"), *s.Dedupe)
+	}
+	if s.VerifyFailureBytes != nil {
+		checkRate(ps, join(p, "verify_failure_bytes"), *s.VerifyFailureBytes)
 	}
 	hp := join(p, "store_headers")
 	if m := s.StoreHeaders.Mode; m != "" && !slices.Contains(storeHeaderModes, m) {

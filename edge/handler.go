@@ -150,6 +150,9 @@ func (e *Edge) checkBeforeRead(rq *request) error {
 	if r := checkHeaders(&rq.ctx.Request.Header); r != nil {
 		return r
 	}
+	if r := rq.src.Trust.AdmitVerification(rq.start); r != nil {
+		return r
+	}
 	return nil
 }
 
@@ -185,7 +188,7 @@ func (e *Edge) verifyTrust(rq *request) (ending, error) {
 			vreq.PeerCert = st.PeerCertificates[0]
 		}
 	}
-	vres := trust.Verifier.Verify(&vreq)
+	vres := trust.Verify(&vreq)
 	if vres.WeakHash {
 		e.tel.WeakHash(src.ID, vres.Scheme)
 	}

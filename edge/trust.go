@@ -3,6 +3,9 @@ package edge
 import (
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/verify"
@@ -29,6 +32,8 @@ type Trust struct {
 	// PeerCert: the verifier reads the TLS client certificate, so the handler hands it over
 	// (for client_cert sources alone, as the design asks).
 	PeerCert bool
+
+	budget *verifyBudget // sources.<id>.verify_failure_bytes; nil for a source that verifies nothing
 }
 
 // NewTrust builds a source's trust bundle. Errors wrap ErrBadTrust, or the verifier's *verify.SpecError
@@ -40,6 +45,7 @@ func NewTrust(src config.Source) (*Trust, error) {
 	}
 	t := &Trust{
 		Verifier:       v,
+		budget:         newVerifyBudget(src),
 		OnFailure:      src.OnVerifyFailure,
 		Headers:        NewHeaderPolicy(src.StoreHeaders, src.Verify.CredentialHeaders()),
 		TrustURLTenant: src.TrustURLTenant,
@@ -63,4 +69,68 @@ func NewTrust(src config.Source) (*Trust, error) {
 		}
 	}
 	return t, nil
+}
+
+// AdmitVerification refuses a request before its body is read while the source's failed verifications
+// are over their budget (429 verify_rate_limited, Retry-After when the debt is repaid). The check is one
+// atomic load.
+func (t *Trust) AdmitVerification(now time.Time) *RefusedError {
+	if t.budget == nil {
+		return nil
+	}
+	if w := t.budget.wait(now); w > 0 {
+		return refuse429("verify_rate_limited", w)
+	}
+	return nil
+}
+
+// Verify runs the source's verifier on an incoming request and charges what a failure hashed to the
+// source's verification budget. A success is never charged: the tenant's quotas govern accepted hooks.
+func (t *Trust) Verify(r *verify.Request) verify.Result {
+	res := t.Verifier.Verify(r)
+	if res.Status == verify.StatusFailed && res.HashedBytes > 0 && t.budget != nil {
+		t.budget.charge(r.Now, res.HashedBytes)
+	}
+	return res
+}
+
+// verifyBudget is a token bucket of bytes hashed by failed verifications. A failure's cost is known only
+// once it is spent, so the bucket runs into debt and the source is refused until the debt is repaid: at
+// most one request per connection overshoots it. Requests read closedUntil alone; only a failure locks.
+type verifyBudget struct {
+	rate, burst float64      // bytes per second, bytes
+	closedUntil atomic.Int64 // unix nanoseconds before which the source is refused
+
+	mu     sync.Mutex
+	tokens float64 // may be negative: a debt
+	last   int64   // unix nanoseconds of the last refill; 0 = full bucket, never charged
+}
+
+func newVerifyBudget(src config.Source) *verifyBudget {
+	if src.Verify.Type == "" || src.Verify.Type == "none" {
+		return nil
+	}
+	lim := config.Rate{Rate: config.DefaultVerifyFailureRate, Burst: config.DefaultVerifyFailureBurst}
+	if src.VerifyFailureBytes != nil {
+		lim = *src.VerifyFailureBytes
+	}
+	return &verifyBudget{rate: lim.Rate, burst: lim.Burst, tokens: lim.Burst}
+}
+
+func (b *verifyBudget) wait(now time.Time) time.Duration {
+	return time.Duration(max(b.closedUntil.Load()-now.UnixNano(), 0))
+}
+
+func (b *verifyBudget) charge(now time.Time, n int64) {
+	t := now.UnixNano()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last != 0 && t > b.last {
+		b.tokens = min(b.burst, b.tokens+float64(t-b.last)/float64(time.Second)*b.rate)
+	}
+	b.last = max(b.last, t)
+	b.tokens -= float64(n)
+	if b.tokens < 0 {
+		b.closedUntil.Store(t + int64(-b.tokens/b.rate*float64(time.Second)))
+	}
 }

@@ -53,22 +53,25 @@ func newEd25519Verifier(sc *scheme, keys []ed25519.PublicKey) *ed25519Verifier {
 	return v
 }
 
-func (v *ed25519Verifier) result(err error) Result {
+func (v *ed25519Verifier) result(err error, hashed int64) Result {
 	st := StatusOK
 	if err != nil {
 		st = StatusFailed
 	}
-	return Result{Status: st, Provider: "ed25519", Scheme: "v1a", Reason: err}
+	return Result{Status: st, Provider: "ed25519", Scheme: "v1a", Reason: err, HashedBytes: hashed}
 }
 
-// Verify checks every v1a token against every public key.
+// Verify checks the v1a tokens, in the order offered, against every public key, and stops after
+// MaxSignatureChecks checks. Pure Ed25519 hashes R || A || message for every (signature, key) pair, so
+// unlike an HMAC nothing can be hashed once and shared (Ed25519ph would allow it, but Standard Webhooks
+// v1a is pure Ed25519); the cap is what bounds a forged request's cost.
 func (v *ed25519Verifier) Verify(r *Request) Result {
 	if len(v.keys) == 0 {
-		return v.result(ErrBadSecret)
+		return v.result(ErrBadSecret, 0)
 	}
 	var p prep
 	if err := v.sc.prepare(r, &p); err != nil {
-		return v.result(err)
+		return v.result(err, 0)
 	}
 	bp := v.bufs.Get().(*[]byte)
 	msg := (*bp)[:0]
@@ -76,21 +79,27 @@ func (v *ed25519Verifier) Verify(r *Request) Result {
 		msg = make([]byte, 0, need)
 	}
 	msg = v.sc.appendSigned(msg, r, &p)
-	matched := false
-	for c := 0; c < p.n && !matched; c++ {
+	matched, checks := false, 0
+	for c := 0; c < p.n && !matched && checks < MaxSignatureChecks; c++ {
 		for _, k := range v.keys {
+			if checks == MaxSignatureChecks {
+				break
+			}
+			checks++
 			if ed25519.Verify(k, msg, p.sigs[c][:ed25519.SignatureSize]) {
 				matched = true
 				break
 			}
 		}
 	}
+	// Each check hashes R (32 bytes), A (32 bytes) and the message.
+	hashed := int64(checks) * int64(len(msg)+64)
 	if cap(msg) <= maxPooledMessage {
 		*bp = msg
 		v.bufs.Put(bp)
 	}
 	if !matched {
-		return v.result(ErrNoMatch)
+		return v.result(ErrNoMatch, hashed)
 	}
-	return v.result(nil)
+	return v.result(nil, hashed)
 }

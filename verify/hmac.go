@@ -96,23 +96,26 @@ func newHMACVerifier(sc *scheme, provider, label string, weak bool, newHash func
 	return v
 }
 
-func (v *hmacVerifier) result(err error) Result {
+func (v *hmacVerifier) result(err error, hashed int64) Result {
 	st := StatusOK
 	if err != nil {
 		st = StatusFailed
 	}
-	return Result{Status: st, Provider: v.provider, Scheme: v.label, Reason: err, WeakHash: v.weak}
+	return Result{Status: st, Provider: v.provider, Scheme: v.label, Reason: err, HashedBytes: hashed, WeakHash: v.weak}
 }
 
-// Verify checks the request's signatures against every key; any (candidate, key) pair may match.
+// Verify checks the request's signatures against every key; any (candidate, key) pair may match. The
+// signed content is hashed once per key, whatever the number of candidates: an HMAC is keyed, so no work
+// is shared between keys, but every candidate is compared with the same sums.
 func (v *hmacVerifier) Verify(r *Request) Result {
 	if v.keys == 0 {
-		return v.result(ErrBadSecret)
+		return v.result(ErrBadSecret, 0)
 	}
 	var p prep
 	if err := v.sc.prepare(r, &p); err != nil {
-		return v.result(err)
+		return v.result(err, 0)
 	}
+	hashed := int64(v.keys) * int64(v.sc.signedLen(r, &p))
 	st := v.states.Get().(*macState)
 	for i, h := range st.macs {
 		h.Reset()
@@ -142,7 +145,7 @@ func (v *hmacVerifier) Verify(r *Request) Result {
 	}
 	v.states.Put(st)
 	if matched == 0 {
-		return v.result(ErrNoMatch)
+		return v.result(ErrNoMatch, hashed)
 	}
-	return v.result(nil)
+	return v.result(nil, hashed)
 }

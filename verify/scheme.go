@@ -7,10 +7,10 @@ import (
 	"strings"
 )
 
-// maxCandidates bounds the signatures one request may offer (stripe v1 pairs, space-separated tokens).
-// Senders offer one per key they sign with; a bound keeps a forged header of a thousand tokens from
-// costing a thousand Ed25519 verifications per key.
-const maxCandidates = 8
+// MaxCandidates bounds the signatures of this scheme one request may offer (stripe v1 pairs,
+// space-separated tokens). Senders offer one per key they sign with, so a longer list is not a sender's:
+// the header is malformed and refused before anything is hashed.
+const MaxCandidates = 8
 
 // maxSigBytes is the largest decoded signature: SHA-512 and Ed25519 are both 64 bytes. A candidate is
 // decoded into sigBufBytes, since base64 decodes in 3-byte quanta (88 characters need 66 bytes of room).
@@ -64,7 +64,8 @@ type scheme struct {
 // prep is what one request yields before any key is used. It lives on the caller's stack.
 type prep struct {
 	n       int
-	sigs    [maxCandidates][sigBufBytes]byte
+	bad     bool // an offered signature of this scheme did not decode, or there were too many
+	sigs    [MaxCandidates][sigBufBytes]byte
 	ts      []byte
 	hvals   [maxSignedHeaders][]byte
 	bodyLen int
@@ -182,7 +183,9 @@ func (s *scheme) prepare(r *Request, p *prep) error {
 			}
 		}
 	}
-	if p.n == 0 {
+	// A malformed header is refused before any hashing: a signature of this scheme that does not decode
+	// (or more than MaxCandidates of them) is no sender's, so a forger gets no hash out of it.
+	if p.n == 0 || p.bad {
 		return ErrMalformedSignature
 	}
 
@@ -217,26 +220,31 @@ func (s *scheme) prepare(r *Request, p *prep) error {
 	return nil
 }
 
-// addCandidate decodes one offered signature into p; one that cannot be this scheme's signature (bad
-// encoding, wrong length) is dropped, so a header of only such values reads as malformed.
+// addCandidate decodes one offered signature into p. One that cannot be this scheme's signature (bad
+// encoding, wrong length), or one past MaxCandidates, marks the header malformed.
 func (s *scheme) addCandidate(p *prep, enc []byte) {
-	if p.n == maxCandidates {
+	if p.n == MaxCandidates {
+		p.bad = true
 		return
 	}
 	dst := p.sigs[p.n][:]
 	if s.base64 {
 		if base64.StdEncoding.DecodedLen(len(enc)) > len(dst) {
+			p.bad = true
 			return
 		}
 		n, err := base64.StdEncoding.Decode(dst, enc)
 		if err != nil || n != s.sigLen {
+			p.bad = true
 			return
 		}
 	} else {
 		if len(enc) != 2*s.sigLen {
+			p.bad = true
 			return
 		}
 		if _, err := hex.Decode(dst, enc); err != nil {
+			p.bad = true
 			return
 		}
 	}

@@ -13,6 +13,10 @@ const (
 	// MaxSecrets bounds a rotation list (secret: [new, old], public_key: [...]): every entry is tried on
 	// every request, so the list is short by design.
 	MaxSecrets = 8
+	// MaxSignatureChecks bounds the Ed25519 (signature, public key) checks of one request: each offered
+	// signature, in order, against every key, until this many were made. One signature against a full
+	// rotation list fits; 8 forged signatures against 8 keys no longer cost 64 checks over the body.
+	MaxSignatureChecks = 8
 	// DefaultToleranceSeconds is the replay window of timestamped schemes when tolerance_seconds is unset.
 	DefaultToleranceSeconds = 300
 	// MaxWeakToleranceSeconds caps the replay window of SHA-1 schemes: a weak hash gets a short window.

@@ -51,6 +51,10 @@ type Result struct {
 	Scheme string
 	// Reason is nil when Status is not StatusFailed, else one of the package's sentinel errors.
 	Reason error
+	// HashedBytes is what this verification hashed, summed over every key and signature it tried: the
+	// cost of the request in bytes of SHA input. The edge charges a failed verification's to the source's
+	// verification budget, so a flood of forgeries cannot spend more CPU than the budget allows.
+	HashedBytes int64
 	// WeakHash reports a SHA-1 scheme, on every Result of that verifier (matched or not): the edge counts
 	// ankusa_verifier_weak_hash_total from it.
 	WeakHash bool
