@@ -14,6 +14,7 @@ import (
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // Store is what dispatch needs of the store; *store.DB implements it.
@@ -88,58 +89,11 @@ type Dispatcher struct {
 	mu   sync.Mutex // guards rand (used from lane goroutines)
 	rand *rand.Rand
 
-	attempts tracker       // running attempts; a stopping scheduler waits for them
-	laneSeq  atomic.Uint64 // lane actor names
-}
-
-// tracker counts running attempts. Unlike a WaitGroup it can be closed: once the
-// scheduler stops, a lane starts no new attempt (its row stays claimed and is due again
-// at the next start), so waiting for the running ones is race-free.
-type tracker struct {
-	mu     sync.Mutex
-	cond   *sync.Cond
-	n      int
-	closed bool
-}
-
-// start registers an attempt; false when the scheduler is stopping.
-func (t *tracker) start() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return false
-	}
-	t.n++
-	return true
-}
-
-func (t *tracker) done() {
-	t.mu.Lock()
-	t.n--
-	if t.n == 0 && t.cond != nil {
-		t.cond.Broadcast()
-	}
-	t.mu.Unlock()
-}
-
-// closeAndWait refuses new attempts and waits for the running ones.
-func (t *tracker) closeAndWait() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.closed = true
-	if t.cond == nil {
-		t.cond = sync.NewCond(&t.mu)
-	}
-	for t.n > 0 {
-		t.cond.Wait()
-	}
-}
-
-// reopen lets a restarted scheduler's lanes start attempts again.
-func (t *tracker) reopen() {
-	t.mu.Lock()
-	t.closed = false
-	t.mu.Unlock()
+	// tasks is the running scheduler's group: its wake-ups and every attempt its lanes
+	// start. A stopping scheduler stops it, so no lane starts an attempt after that (the
+	// row stays claimed, due again at the next start) and the running ones are waited for.
+	tasks   atomic.Pointer[task.Group]
+	laneSeq atomic.Uint64 // lane actor names
 }
 
 // New builds the sinks of every configured source (a sink that cannot be built fails

@@ -25,12 +25,12 @@ func (l *laneActor) Receive(ctx actor.Context) {
 	// The attempt is blocking I/O: it runs in a task tracked by the dispatcher, whose
 	// result comes back to the scheduler as a message.
 	root, key, scheduler := ctx.ActorSystem().Root, l.key, l.scheduler
-	if !l.d.attempts.start() {
-		return // stopping: the row stays claimed and is due again at the next start
+	tasks := l.d.tasks.Load()
+	if tasks == nil {
+		return // no scheduler: the row stays claimed and is due again at the next start
 	}
-	go func() {
-		defer l.d.attempts.done()
+	tasks.Go(func(<-chan struct{}) { // false when stopping: the row stays claimed, as above
 		o := l.d.attempt(m.c, m.route)
 		root.Send(scheduler, &attemptDone{key: key, c: m.c, outcome: o})
-	}()
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // Replay job kinds and states (inventory F.5).
@@ -96,7 +97,7 @@ func newJobID(now time.Time) [16]byte {
 // restart resumes where it stopped.
 type replayer struct {
 	d      *Dispatcher
-	stop   chan struct{}
+	tasks  *task.Group // the ticker; one group per incarnation
 	credit map[[16]byte]float64
 	last   time.Time
 }
@@ -115,26 +116,15 @@ func (r *replayer) Receive(ctx actor.Context) {
 	case *actor.Started:
 		r.credit = map[[16]byte]float64{}
 		r.last = r.d.now()
-		r.stop = make(chan struct{})
-		self, root, stop := ctx.Self(), ctx.ActorSystem().Root, r.stop
-		go func() {
-			t := time.NewTicker(replayTick)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					root.Send(self, replayTickMsg{})
-				case <-stop:
-					return
-				}
-			}
-		}()
+		r.tasks = &task.Group{}
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		r.tasks.Every(replayTick, func() { root.Send(self, replayTickMsg{}) })
 	case replayTickMsg:
 		r.tick()
 	case *actor.Stopping, *actor.Restarting:
-		if r.stop != nil {
-			close(r.stop)
-			r.stop = nil
+		if r.tasks != nil {
+			r.tasks.Stop()
+			r.tasks = nil
 		}
 	}
 }

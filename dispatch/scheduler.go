@@ -10,6 +10,7 @@ import (
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // sinkKey identifies a lane: one sink of one source, for one tenant. Breakers and
@@ -61,14 +62,13 @@ type scheduler struct {
 	running, claimed int
 	claimedBytes     int64
 
-	timerGen  uint64
-	timer     *time.Timer
-	timerAt   time.Time
-	scanDue   bool
-	stop      chan struct{}
-	active    []uint32
-	claims    []store.Claimed
-	housekeep *time.Ticker
+	timerGen uint64
+	timer    *time.Timer
+	timerAt  time.Time
+	scanDue  bool
+	tasks    *task.Group // this incarnation's wake-ups and attempts (also d.tasks)
+	active   []uint32
+	claims   []store.Claimed
 }
 
 // NewSchedulerProps returns the scheduler's props.
@@ -105,7 +105,6 @@ func (s *scheduler) start(ctx actor.Context) {
 		panic("dispatch: store is not open")
 	}
 	s.tenants, s.lanes = map[uint32]*tenant{}, map[sinkKey]*lane{}
-	s.d.attempts.reopen()
 	n, err := s.db.RecoverInflight()
 	if err != nil {
 		panic(err)
@@ -126,9 +125,10 @@ func (s *scheduler) start(ctx actor.Context) {
 		blk := b
 		l.block = &blk
 	}
-	s.stop = make(chan struct{})
-	self, root, notify, stop := ctx.Self(), ctx.ActorSystem().Root, s.db.Notify(), s.stop
-	go func() {
+	s.tasks = &task.Group{}
+	s.d.tasks.Store(s.tasks)
+	self, root, notify := ctx.Self(), ctx.ActorSystem().Root, s.db.Notify()
+	s.tasks.Go(func(stop <-chan struct{}) {
 		for {
 			select {
 			case <-notify:
@@ -137,18 +137,8 @@ func (s *scheduler) start(ctx actor.Context) {
 				return
 			}
 		}
-	}()
-	s.housekeep = time.NewTicker(time.Second)
-	go func(t *time.Ticker) {
-		for {
-			select {
-			case <-t.C:
-				root.Send(self, housekeeping{})
-			case <-stop:
-				return
-			}
-		}
-	}(s.housekeep)
+	})
+	s.tasks.Every(time.Second, func() { root.Send(self, housekeeping{}) })
 	ctx.Send(self, wake{})
 }
 
@@ -156,17 +146,13 @@ func (s *scheduler) start(ctx actor.Context) {
 // written by their own tasks: a restarted scheduler then finds every row settled or
 // still claimed, never half-written.
 func (s *scheduler) shutdown() {
-	if s.stop != nil {
-		close(s.stop)
-		s.stop = nil
-	}
-	if s.housekeep != nil {
-		s.housekeep.Stop()
-	}
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	s.d.attempts.closeAndWait()
+	if s.tasks != nil {
+		s.tasks.Stop()
+		s.tasks = nil
+	}
 }
 
 func (s *scheduler) tenant(ord uint32) *tenant {

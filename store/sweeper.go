@@ -2,10 +2,11 @@ package store
 
 import (
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // NewDedupeSweeperProps returns the props of the dedupe sweeper: every interval it deletes up to batch expired
@@ -60,8 +61,7 @@ type sweeper struct {
 	interval time.Duration
 	sweep    func(*DB) bool
 
-	stop chan struct{}
-	wg   sync.WaitGroup
+	tasks *task.Group // the ticker; one group per incarnation
 }
 
 // dedupeSweepTick asks a sweeper for one sweep.
@@ -70,31 +70,17 @@ type dedupeSweepTick struct{}
 func (s *sweeper) Receive(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		s.stop = make(chan struct{})
-		self, root, stop := ctx.Self(), ctx.ActorSystem().Root, s.stop
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			t := time.NewTicker(s.interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-t.C:
-					root.Send(self, dedupeSweepTick{})
-				case <-stop:
-					return
-				}
-			}
-		}()
+		s.tasks = &task.Group{}
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		s.tasks.Every(s.interval, func() { root.Send(self, dedupeSweepTick{}) })
 	case dedupeSweepTick:
 		if db := s.db(); db != nil && s.sweep(db) {
 			ctx.Send(ctx.Self(), dedupeSweepTick{})
 		}
 	case *actor.Stopping, *actor.Restarting:
-		if s.stop != nil {
-			close(s.stop)
-			s.stop = nil
-			s.wg.Wait()
+		if s.tasks != nil {
+			s.tasks.Stop()
+			s.tasks = nil
 		}
 	}
 }

@@ -2,12 +2,13 @@ package store
 
 import (
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // Committer is what the writer commits through; *DB implements it, tests wrap it to count or fail commits.
@@ -91,7 +92,7 @@ func answerBatchOnPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
 }
 
 type writerShared struct {
-	tasks   sync.WaitGroup
+	tasks   task.Group // commit tasks of every incarnation; never stopped, only waited for
 	gen     atomic.Uint64
 	root    atomic.Pointer[actor.RootContext]
 	stopped atomic.Bool
@@ -189,8 +190,8 @@ func (w *writer) startGroup(ctx actor.Context) {
 		}
 		g.gen = w.shared.gen.Add(1)
 		w.inflight = g.gen
-		w.shared.tasks.Add(1)
-		go w.commit(root, ctx.Self(), g)
+		self := ctx.Self()
+		w.shared.tasks.Go(func(<-chan struct{}) { w.commit(root, self, g) })
 		return
 	}
 }
@@ -240,7 +241,6 @@ func (w *writer) fits(g *group, b *Batch) bool {
 // commit is the commit task: one synced CommitHooks for g, then every record's Result and every batch's
 // BatchDone, then the completion message to the writer. It touches no writer state.
 func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
-	defer w.shared.tasks.Done()
 	start := time.Now()
 	_, err := commitRecovered(w.db, g.recs)
 	for i, p := range g.pendings {
