@@ -350,14 +350,21 @@ func subPath(path, rel string) string {
 	return join(path, rel)
 }
 
-// TrustWarnings lists, as boot warnings, the shared sources that take their tenant from a URL anyone can
-// choose: under http.routing tenant_path, a source of tenant default with no verifier and no
-// trust_url_tenant.
+// TrustWarnings lists, as boot warnings, the sources whose verification cannot work as configured: a
+// client_cert source while the ingest listener asks no client for a certificate (http.tls off, or
+// client_auth none), and, under http.routing tenant_path, a shared source of tenant default with no
+// verifier and no trust_url_tenant.
 func (c *Config) TrustWarnings() []string {
-	if c.HTTP.Routing != "tenant_path" {
-		return nil
-	}
 	var w []string
+	certs := c.HTTP.TLS.Enabled() && (c.HTTP.TLS.ClientAuth == "request" || c.HTTP.TLS.ClientAuth == "require")
+	for _, id := range sortedKeys(c.Sources) {
+		if c.Sources[id].Verify.Type == "client_cert" && !certs {
+			w = append(w, "sources."+id+".verify: type client_cert, but the ingest listener asks no client for a certificate (http.tls.client_auth is none or TLS is off): every request of this source fails verification; set http.tls.client_auth to request or require")
+		}
+	}
+	if c.HTTP.Routing != "tenant_path" {
+		return w
+	}
 	for _, id := range sortedKeys(c.Sources) {
 		s := c.Sources[id]
 		if s.Tenant == defaultTenant && (s.Verify.Type == "" || s.Verify.Type == "none") && !s.TrustURLTenant {

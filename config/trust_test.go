@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +38,11 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{src("verify: {type: github, secret: [[a]]}"), "sources.gh.verify.secret", "entry 0 must be a string"},
 		{src("verify: {tpye: github}"), "sources.gh.verify.tpye", "unknown key"},
 		{src("verify: github"), "sources.gh.verify", "must be a mapping"},
+		// A replay window must be bounded, and judged only by a timestamp the signature covers.
+		{src("verify: {type: stripe, secret: s, tolerance_seconds: 86401}"), "sources.gh.verify.tolerance_seconds", "must be 0 (the default, 300) to 86400, got 86401"},
+		{src("verify: {type: hmac, secret: s, signature_header: X-Sig, timestamp_header: X-Ts}"), "sources.gh.verify.timestamp_header", "the timestamp is not signed"},
+		{src("verify: {type: hmac, secret: s, signature_header: X-Sig, parse: csv_pairs, sig_key: v1, timestamp_field: t, signed: '{body}'}"), "sources.gh.verify.timestamp_field", "the timestamp is not signed"},
+		{src("verify_failure_bytes: {rate: 1000}"), "sources.gh.verify_failure_bytes.burst", "required"},
 		// on_verify_failure
 		{src("on_verify_failure: drop"), "sources.gh.on_verify_failure", `must be one of reject|quarantine|accept_flag, got "drop"`},
 		// dedupe
@@ -279,5 +285,23 @@ func TestSharedUnverifiedSourceUnderTenantPathIsWarned(t *testing.T) {
 	}
 	if w := mustParse(t, strings.Replace(yml, "tenant_path", "path", 1), nil).TrustWarnings(); len(w) != 0 {
 		t.Fatalf("warnings under path routing: %v", w)
+	}
+}
+
+// A client_cert source can only verify if the ingest listener asks clients for a certificate: boot says
+// so when it does not.
+func TestClientCertSourceWithoutClientAuthIsWarned(t *testing.T) {
+	yml := "sources:\n  mtls: {sinks: [{type: log}], verify: {type: client_cert, pins: ['sha256:" + strings.Repeat("ab", 32) + "']}}\n"
+	w := mustParse(t, yml, nil).TrustWarnings()
+	if len(w) != 1 || !strings.HasPrefix(w[0], "sources.mtls.verify: type client_cert") || !strings.Contains(w[0], "http.tls.client_auth") {
+		t.Fatalf("warnings %v, want one for sources.mtls.verify naming http.tls.client_auth", w)
+	}
+	dir := t.TempDir()
+	withTLS := "http: {tls: {cert_file: " + dir + "/c.pem, key_file: " + dir + "/k.pem, client_auth: %s}}\n" + yml
+	if w := mustParse(t, fmt.Sprintf(withTLS, "none"), nil).TrustWarnings(); len(w) != 1 {
+		t.Fatalf("client_auth none: warnings %v, want one", w)
+	}
+	if w := mustParse(t, fmt.Sprintf(withTLS, "request"), nil).TrustWarnings(); len(w) != 0 {
+		t.Fatalf("client_auth request: warnings %v, want none", w)
 	}
 }

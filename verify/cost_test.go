@@ -15,7 +15,9 @@ import (
 // timestamp is refused before anything is hashed, an HMAC hashes the signed content once per key whatever
 // the number of signatures offered, and Ed25519 makes at most MaxSignatureChecks checks.
 
-func swToken(prefix string, sig []byte) string { return prefix + base64.StdEncoding.EncodeToString(sig) }
+func swToken(prefix string, sig []byte) string {
+	return prefix + base64.StdEncoding.EncodeToString(sig)
+}
 
 // A signature header that holds a signature of the scheme that does not decode, or more than
 // MaxCandidates of them, is malformed as a whole, even next to a valid one: nothing is hashed.

@@ -379,8 +379,17 @@ func compileScheme(ps *problems, s Spec, sigLen int, weak bool) *scheme {
 	}
 	var usesTS bool
 	sc.segs, sc.headers, usesTS = compileTemplate(ps, signed)
-	if usesTS && !sc.hasTS {
+	switch {
+	case usesTS && !sc.hasTS:
 		ps.add("signed", "{ts} needs timestamp_header or timestamp_field")
+	case sc.hasTS && !usesTS && len(sc.segs) > 0:
+		// A timestamp the signature does not cover can be rewritten by whoever replays the request, so
+		// it would bound nothing: refuse it rather than judge the replay window by it.
+		field := "timestamp_header"
+		if sc.tsField != nil {
+			field = "timestamp_field"
+		}
+		ps.add(field, "the timestamp is not signed (signed has no {ts}), so it cannot bound replays; add {ts} to signed or remove %s", field)
 	}
 	return sc
 }

@@ -21,6 +21,9 @@ const (
 	DefaultToleranceSeconds = 300
 	// MaxWeakToleranceSeconds caps the replay window of SHA-1 schemes: a weak hash gets a short window.
 	MaxWeakToleranceSeconds = 3600
+	// MaxToleranceSeconds bounds tolerance_seconds of every scheme: a replay window of more than a day is
+	// no window (a replayed request is then caught only by a dedupe key, whose default ttl is 72 h).
+	MaxToleranceSeconds = 86_400
 	// maxSignedHeaders bounds the {header:NAME} placeholders of one template, so their values fit a
 	// fixed array on the request path.
 	maxSignedHeaders = 8
@@ -99,10 +102,28 @@ func (s *Secrets) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("verify: line %d: must be a string or a list of strings", n.Line)
 }
 
+// redactedSecrets is what every printing or marshalling of Secrets yields.
+const redactedSecrets = "[REDACTED]"
+
 // Format prints [REDACTED] whatever the verb: a secret never reaches a log line through fmt.
 func (s Secrets) Format(f fmt.State, _ rune) {
-	_, _ = io.WriteString(f, "[REDACTED]")
+	_, _ = io.WriteString(f, redactedSecrets)
 }
+
+// String and GoString cover what does not go through fmt's verbs (a Stringer called directly).
+func (s Secrets) String() string { return redactedSecrets }
+
+// GoString is what %#v would print, were Format not there.
+func (s Secrets) GoString() string { return redactedSecrets }
+
+// MarshalJSON keeps secrets out of JSON: encoding/json, and zerolog's Interface, which marshals with it.
+func (s Secrets) MarshalJSON() ([]byte, error) { return []byte(`"` + redactedSecrets + `"`), nil }
+
+// MarshalText keeps secrets out of text encoders (encoding/xml, a JSON map key, slog's text handler).
+func (s Secrets) MarshalText() ([]byte, error) { return []byte(redactedSecrets), nil }
+
+// MarshalYAML keeps secrets out of a re-marshalled Spec: only UnmarshalYAML reads the real values.
+func (s Secrets) MarshalYAML() (any, error) { return redactedSecrets, nil }
 
 // Validate reports every problem of the spec, with field paths relative to the verify block. It decodes
 // secrets and keys as New would, so a boot that validated cannot fail in New.
@@ -248,8 +269,8 @@ func build(s Spec) (Verifier, []Problem) {
 			ps.add(f, "not used by type %s", typ)
 		}
 	}
-	if s.ToleranceSeconds < 0 {
-		ps.add("tolerance_seconds", "must be >= 0, got %d", s.ToleranceSeconds)
+	if s.ToleranceSeconds < 0 || s.ToleranceSeconds > MaxToleranceSeconds {
+		ps.add("tolerance_seconds", "must be 0 (the default, %d) to %d, got %d", DefaultToleranceSeconds, MaxToleranceSeconds, s.ToleranceSeconds)
 	}
 
 	var v Verifier

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/rand"
@@ -11,6 +12,8 @@ import (
 	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
 	"errors"
 	"fmt"
 	"hash"
@@ -21,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -828,4 +832,35 @@ func TestVerifyAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(200, func() { tok.Verify(r) }); n != 0 {
 		t.Errorf("token: %v allocs per Verify, want 0", n)
 	}
+}
+
+// issue 8 item 12: verify.Secrets is redacted in JSON and text marshalling too, so a Spec logged as an
+// object (zerolog's Interface marshals with encoding/json), encoded as XML or re-marshalled as YAML
+// never carries a key.
+func TestSecretsAreNeverMarshalled(t *testing.T) {
+	const secret = "s3cr3t-value"
+	s := Spec{Type: "github", Secret: Secrets{secret, "old-" + secret}}
+	check := func(how string, out []byte, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", how, err)
+		}
+		if strings.Contains(string(out), secret) || !strings.Contains(string(out), "[REDACTED]") {
+			t.Errorf("%s: %s", how, out)
+		}
+	}
+	out, err := json.Marshal(s)
+	check("encoding/json", out, err)
+	out, err = xml.Marshal(s)
+	check("encoding/xml", out, err)
+	out, err = yaml.Marshal(s)
+	check("yaml", out, err)
+	out, err = s.Secret.MarshalText()
+	check("MarshalText", out, err)
+	check("String", []byte(s.Secret.String()), nil)
+	check("GoString", []byte(s.Secret.GoString()), nil)
+	var buf bytes.Buffer
+	log := zerolog.New(&buf)
+	log.Info().Interface("spec", s).Msg("")
+	check("zerolog Interface", buf.Bytes(), nil)
 }
