@@ -17,6 +17,7 @@ type flush struct{}
 // buffers records and hands batches to the writer while fewer than maxCommits of its
 // batches are in flight.
 type batcher struct {
+	e          *Edge
 	partition  int
 	maxBatch   int
 	maxCommits int
@@ -32,36 +33,38 @@ type batcher struct {
 // NewBatcherProps returns the props of partition i's batcher.
 func NewBatcherProps(e *Edge, i int, writer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &batcher{partition: i, maxBatch: e.set.MaxBatch, maxCommits: e.set.MaxCommits,
+		return &batcher{e: e, partition: i, maxBatch: e.set.MaxBatch, maxCommits: e.set.MaxCommits,
 			maxDelay: e.set.MaxDelay, writer: writer}
-	}, actor.WithReceiverMiddleware(answerOnPanic))
+	}, actor.WithReceiverMiddleware(answerOnPanic(e)))
 }
 
 // answerOnPanic answers the record whose handling panicked (the panic drops the message)
-// with ErrBatcherStopped, then lets the panic go on to the supervisor: its caller gets a
-// 503 now instead of at its deadline, and the restart behind the batcher (the listener
-// waits for the requests it serves) is not held up by it.
-func answerOnPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
-	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		p, ok := env.Message.(*store.Pending)
-		if !ok {
-			next(c, env)
-			return
-		}
-		defer func() {
-			if r := recover(); r != nil {
-				if p.Expire() {
-					p.Done <- store.Result{Err: ErrBatcherStopped}
+// with ErrBatcherStopped and fires the edge's outage, whatever the message, then lets
+// the panic go on to the supervisor: the crashed batcher's mailbox is suspended until it
+// is stopped, so the records in it and in its buffer are answered 503 now by their
+// handlers instead of at their deadline, and the restart behind the batcher (the
+// listener waits for the requests it serves) is not held up by them.
+func answerOnPanic(e *Edge) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				if r := recover(); r != nil {
+					if p, ok := env.Message.(*store.Pending); ok && p.Expire() {
+						p.Done <- store.Result{Err: ErrBatcherStopped}
+					}
+					e.PipelineCrashed()
+					panic(r)
 				}
-				panic(r)
-			}
-		}()
-		next(c, env)
+			}()
+			next(c, env)
+		}
 	}
 }
 
 func (b *batcher) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		b.e.pipelineUp()
 	case *store.Pending:
 		b.buf = append(b.buf, m)
 		switch {

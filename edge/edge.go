@@ -109,7 +109,8 @@ type Edge struct {
 	seed     maphash.Seed
 	scratch  sync.Pool
 
-	addr atomic.Pointer[string]
+	addr   atomic.Pointer[string]
+	outage atomic.Pointer[outage] // fired when the writer or a batcher crashes (outage.go)
 }
 
 // New builds the edge of one instance. Batchers are addressed by name, so a respawned
@@ -127,6 +128,7 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 		e.batchers = append(e.batchers, actor.NewPID(system.Address(), BatcherName(set.Instance, i)))
 	}
 	e.scratch.New = func() any { return newScratch() }
+	e.outage.Store(newOutage())
 	return e
 }
 

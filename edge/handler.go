@@ -309,9 +309,10 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 		},
 		Done: make(chan store.Result, 1),
 	}
+	crashed := e.outage.Load().ch // loaded before the send: a crash after it must reach this record
 	e.system.Root.Send(e.batchers[p], rec)
 
-	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.start))
+	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.start), crashed)
 	switch {
 	case !ok:
 		return ending{}, errDeadline
@@ -349,8 +350,9 @@ func (e *Edge) respond(rq *request, end ending, err error) {
 // wait blocks until the record's group returns or its deadline passes. At the deadline
 // a record whose group has not started is expired (never committed) and false is
 // returned; a record whose group started is waited out, because a started group is
-// never abandoned and may commit.
-func (e *Edge) wait(rec *store.Pending, sc *scratch, d time.Duration) (store.Result, bool) {
+// never abandoned and may commit. A crash of the writer or a batcher (crashed closes) is
+// answered like a stopped batcher, at once, unless the record's group started.
+func (e *Edge) wait(rec *store.Pending, sc *scratch, d time.Duration, crashed <-chan struct{}) (store.Result, bool) {
 	if d <= 0 {
 		d = time.Nanosecond
 	}
@@ -359,6 +361,11 @@ func (e *Edge) wait(rec *store.Pending, sc *scratch, d time.Duration) (store.Res
 	select {
 	case res := <-rec.Done:
 		return res, true
+	case <-crashed:
+		if rec.Expire() {
+			return store.Result{Err: ErrBatcherStopped}, true
+		}
+		return <-rec.Done, true
 	case <-sc.timer.C:
 		if rec.Expire() {
 			return store.Result{}, false

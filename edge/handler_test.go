@@ -35,6 +35,10 @@ func start(t testing.TB, mutate func(*config.Config), faults *store.Faults) *ins
 	}, faults)
 }
 
+// testClient bounds every call a test makes: a request the node leaves hanging fails
+// the test well before any record deadline the tests configure (15 s by default).
+var testClient = &http.Client{Timeout: 10 * time.Second}
+
 type reply struct {
 	status     int
 	retryAfter string
@@ -81,7 +85,7 @@ func postBody(t *testing.T, inst *instance.Instance, path string, body []byte, h
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +242,7 @@ func TestInvalidHeader(t *testing.T) {
 func TestProbesAndOtherMethods(t *testing.T) {
 	inst := start(t, nil, nil)
 	get := func(path string) reply {
-		resp, err := http.Get("http://" + inst.IngestAddr() + path)
+		resp, err := testClient.Get("http://" + inst.IngestAddr() + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -329,7 +333,7 @@ func TestStoreUnavailable(t *testing.T) {
 	if r.retryAfter != "1" {
 		t.Fatalf("Retry-After %q", r.retryAfter)
 	}
-	resp, err := http.Get("http://" + inst.IngestAddr() + "/ready")
+	resp, err := testClient.Get("http://" + inst.IngestAddr() + "/ready")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,6 +384,76 @@ func TestCrashedBatcherNeverAcks(t *testing.T) {
 	}
 }
 
+// Design: "A panic drops the message being handled: its caller must see a timeout or a
+// 503, never a 2xx", and a crash in the edge costs "ingest unavailable briefly". A batch
+// the writer queued (or that reaches its suspended mailbox) when it crashes is answered
+// 503 at once, not at its record deadline: rest-for-one stops the listener before the
+// writer, and the listener waits for that request.
+func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
+	h := newHold()
+	inst := start(t, func(c *config.Config) {
+		c.Batcher.Partitions = 1
+		c.Batcher.MaxBatch = 1
+		c.Batcher.RecordDeadlineMS = 60_000 // far beyond the client timeout: a wait for it fails the test
+	}, h.faults())
+	type answer struct {
+		r   reply
+		err error
+	}
+	done := make(chan answer, 3)
+	post := func(n int) {
+		go func() {
+			r, err := postNoFatal(inst, fmt.Appendf(nil, `{"n":%d}`, n))
+			done <- answer{r, err}
+		}()
+	}
+	next := func() reply {
+		t.Helper()
+		a := <-done
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		return a.r
+	}
+	post(0)
+	waitFor(t, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	post(1) // queued in the writer behind the group in flight
+	waitFor(t, "two records in the partition", func() bool { n, _ := queue(inst); return n == 2 })
+	inst.Kill().Arm("edge/edge/writer")
+	post(2) // its batch crashes the writer
+	for range 2 {
+		r := next()
+		if r.status == 201 {
+			t.Fatalf("a record queued in a crashed writer was answered 201: %s", r.raw)
+		}
+		r.expect(t, 503, "store_unavailable")
+	}
+	close(h.gate)
+	next().expect(t, 201, "") // the group in flight still commits
+	hs := hooks(t, inst)
+	if len(hs) != 1 || string(hs[0].Body) != `{"n":0}` {
+		t.Fatalf("store holds %d hooks; want only the one that was committing", len(hs))
+	}
+}
+
+// postNoFatal posts body to the sample source; safe from any goroutine.
+func postNoFatal(inst *instance.Instance, body []byte) (reply, error) {
+	resp, err := testClient.Post("http://"+inst.IngestAddr()+"/webhooks/sample", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b}
+	if err := json.Unmarshal(b, &r.body); err != nil {
+		return r, fmt.Errorf("answer %d is not a JSON object: %q", resp.StatusCode, b)
+	}
+	return r, nil
+}
+
 func startB(b *testing.B) *instance.Instance {
 	return start(b, func(c *config.Config) { c.Admin.Enabled = false }, nil)
 }
@@ -426,7 +500,7 @@ func freePort(t *testing.T) int {
 }
 
 func tryPost(inst *instance.Instance, port int) (int, error) {
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/webhooks/sample", port), "application/json", strings.NewReader(`{}`))
+	resp, err := testClient.Post(fmt.Sprintf("http://127.0.0.1:%d/webhooks/sample", port), "application/json", strings.NewReader(`{}`))
 	if err != nil {
 		return 0, err
 	}

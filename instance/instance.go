@@ -156,6 +156,8 @@ func (i *Instance) edgeChildren() []supervision.ChildSpec {
 			GroupMaxBytes:   cfg.Batcher.GroupCommitMaxBytes,
 			GroupMaxRecords: cfg.Batcher.GroupCommitMaxRecords,
 			OnCommit:        i.onCommit,
+			// A crashed writer holds batches in a suspended mailbox: their handlers answer them now.
+			OnPanic: i.edge.PipelineCrashed,
 		})),
 	}}
 	// The quarantine pen's writer: one group commit per tick, apart from the hooks' writer.

@@ -23,7 +23,11 @@ type WriterOptions struct {
 	GroupMaxBytes   int64            // batcher.group_commit_max_bytes: sum of Value sizes in one group (<= 0: no bound)
 	GroupMaxRecords int              // batcher.group_commit_max_records (<= 0: no bound)
 	OnCommit        func(CommitInfo) // may be nil; called from the commit task after each group
-	Log             zerolog.Logger
+	// OnPanic may be nil; it is called on the writer's goroutine when handling a message panicked, before
+	// the panic goes on to the supervisor. The mailbox stays suspended until the writer is stopped, so
+	// batches queued in it or in the writer are answered only by their callers (the edge expires them).
+	OnPanic func()
+	Log     zerolog.Logger
 	// MailboxMiddleware is added to the writer's mailbox (the props set their own mailbox, so mailbox metrics
 	// go here rather than through Props.Configure, which would replace it).
 	MailboxMiddleware []actor.MailboxMiddleware
@@ -50,8 +54,11 @@ type CommitInfo struct {
 //  4. Every Batch gets exactly one BatchDone, after each of its records was answered (or had expired).
 //
 // A Stop is a system message and overtakes batches still in the mailbox; protoactor then drops them unseen, so
-// a mailbox middleware answers those too (ErrWriterStopped). Only a batch sent after the writer is gone (a dead
-// letter) is left to its caller's deadline. The props are for one writer: spawn them once.
+// a mailbox middleware answers those too (ErrWriterStopped). A batch sent after the writer is gone is a dead
+// letter, answered by whoever subscribes to them. After a panic the mailbox is suspended until the stop, so the
+// batches in it and in the queue are answered by their callers, told through WriterOptions.OnPanic; the stop
+// cannot come first, because what is stopped before the writer waits for those callers. The props are for one
+// writer: spawn them once.
 func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
 	// shared outlives restarts: a restarted writer needs nothing from its predecessor, but Stop must still wait
 	// for a task its predecessor started, and group numbers must not repeat so a stale completion is ignored.
@@ -59,35 +66,37 @@ func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
 	mw := append([]actor.MailboxMiddleware{stopDrain{shared}}, opts.MailboxMiddleware...)
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &writer{db: db, opts: opts, shared: shared, g: &group{}}
-	}, actor.WithMailbox(actor.Unbounded(mw...)), actor.WithReceiverMiddleware(answerBatchOnPanic))
+	}, actor.WithMailbox(actor.Unbounded(mw...)), actor.WithReceiverMiddleware(answerBatchOnPanic(opts.OnPanic)))
 }
 
 // answerBatchOnPanic answers the records of a batch whose handling panicked (the panic
-// drops the message) with ErrWriterStopped, then lets the panic go on to the supervisor.
-// Without it their callers would wait for their deadline, and every restart behind the
-// writer would wait with them.
-func answerBatchOnPanic(next actor.ReceiverFunc) actor.ReceiverFunc {
-	return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
-		b, ok := env.Message.(*Batch)
-		if !ok {
-			next(c, env)
-			return
-		}
-		defer func() {
-			if r := recover(); r != nil {
-				for _, p := range b.Records {
-					if p.start() {
-						select {
-						case p.Done <- Result{Err: ErrWriterStopped}:
-						default:
+// drops the message) with ErrWriterStopped, calls onPanic (whatever the message), then
+// lets the panic go on to the supervisor. Without it their callers would wait for their
+// deadline, and every restart behind the writer would wait with them.
+func answerBatchOnPanic(onPanic func()) actor.ReceiverMiddleware {
+	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
+		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
+			defer func() {
+				if r := recover(); r != nil {
+					if b, ok := env.Message.(*Batch); ok {
+						for _, p := range b.Records {
+							if p.start() {
+								select {
+								case p.Done <- Result{Err: ErrWriterStopped}:
+								default:
+								}
+							}
 						}
+						sendBatchDone(c.ActorSystem().Root, b)
 					}
+					if onPanic != nil {
+						onPanic()
+					}
+					panic(r)
 				}
-				sendBatchDone(c.ActorSystem().Root, b)
-				panic(r)
-			}
-		}()
-		next(c, env)
+			}()
+			next(c, env)
+		}
 	}
 }
 
