@@ -68,6 +68,19 @@ type HTTP struct {
 	Prefix       string `yaml:"prefix"`         // default "/webhooks"; must start with "/"; "/" means no prefix
 	Routing      string `yaml:"routing"`        // default "path"; path|tenant_path
 	MaxBodyBytes int64  `yaml:"max_body_bytes"` // default 8_000_000; > 0
+	// MaxConns caps the ingest connections open at once on the node; past it a new connection gets
+	// 503 {"error":"overload"} + Retry-After and is closed. Default 10_000; > 0.
+	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerIP caps the connections one client address (an IPv6 /64) holds; past it 429
+	// {"error":"too_many_connections"}. Default 512; 0 = no cap (behind a proxy every client shares its address).
+	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
+	// HeaderTimeoutMS bounds the time from a connection's open (or a keep-alive request's first byte)
+	// to the end of the request head; a deadline, so a slow client cannot stretch it. Default 10_000; > 0.
+	HeaderTimeoutMS int `yaml:"header_timeout_ms"`
+	// ReadTimeoutMS bounds reading the body once the head is in, as one deadline. Default 30_000; > 0.
+	ReadTimeoutMS int `yaml:"read_timeout_ms"`
+	// IdleTimeoutMS closes a keep-alive connection that sends no next request. Default 60_000; > 0.
+	IdleTimeoutMS int `yaml:"idle_timeout_ms"`
 	// TLS serves the ingest port over TLS when cert_file and key_file are set.
 	TLS TLS `yaml:"tls"`
 }

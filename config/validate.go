@@ -46,6 +46,11 @@ func (c *Config) validate(ps *problems) {
 		ps.oneOf("http.routing", routingModes, c.HTTP.Routing)
 	}
 	positive(ps, "http.max_body_bytes", c.HTTP.MaxBodyBytes)
+	positive(ps, "http.max_conns", c.HTTP.MaxConns)
+	nonNegative(ps, "http.max_conns_per_ip", c.HTTP.MaxConnsPerIP)
+	positive(ps, "http.header_timeout_ms", c.HTTP.HeaderTimeoutMS)
+	positive(ps, "http.read_timeout_ms", c.HTTP.ReadTimeoutMS)
+	positive(ps, "http.idle_timeout_ms", c.HTTP.IdleTimeoutMS)
 	if t := c.HTTP.TLS; t.Enabled() || t.ClientAuth != "" || t.ClientCAFile != "" {
 		if t.CertFile == "" || t.KeyFile == "" {
 			ps.add("http.tls", "cert_file and key_file are both required")

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"hash/maphash"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +18,17 @@ import (
 
 // Settings are the edge's knobs, read from the config once.
 type Settings struct {
-	Instance       string
-	IP             string
-	Port           int
-	MaxBodyBytes   int64
+	Instance      string
+	IP            string
+	Port          int
+	MaxBodyBytes  int64
+	MaxConns      int
+	MaxConnsPerIP int
+	HeaderTimeout time.Duration
+	ReadTimeout   time.Duration
+	IdleTimeout   time.Duration
+	// WrapListener, when set, wraps the bound ingest socket (tests inject accept faults).
+	WrapListener   func(net.Listener) net.Listener
 	Partitions     int
 	MaxBatch       int
 	MaxDelay       time.Duration
@@ -45,6 +53,11 @@ func SettingsFrom(cfg *config.Config) Settings {
 		IP:             cfg.HTTP.IP,
 		Port:           cfg.HTTP.Port,
 		MaxBodyBytes:   cfg.HTTP.MaxBodyBytes,
+		MaxConns:       cfg.HTTP.MaxConns,
+		MaxConnsPerIP:  cfg.HTTP.MaxConnsPerIP,
+		HeaderTimeout:  time.Duration(cfg.HTTP.HeaderTimeoutMS) * time.Millisecond,
+		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeoutMS) * time.Millisecond,
+		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeoutMS) * time.Millisecond,
 		Partitions:     b.Partitions,
 		MaxBatch:       b.MaxBatch,
 		MaxDelay:       time.Duration(b.MaxDelayMS) * time.Millisecond,
@@ -64,12 +77,21 @@ func SettingsFrom(cfg *config.Config) Settings {
 // Health is the readiness state the ingest and admin listeners report.
 type Health struct {
 	draining      atomic.Bool
+	notAccepting  atomic.Bool
 	storeOpen     atomic.Bool
 	lastFailureNs atomic.Int64
 }
 
 // SetDraining flips /ready to 503 draining.
 func (h *Health) SetDraining() { h.draining.Store(true) }
+
+// SetAccepting records whether the ingest listener can accept connections: false while
+// accepts fail (out of file descriptors) or its serve loop has ended and is restarting.
+func (h *Health) SetAccepting(ok bool) {
+	if h.notAccepting.Load() == ok {
+		h.notAccepting.Store(!ok)
+	}
+}
 
 // SetStoreOpen records whether the store is open.
 func (h *Health) SetStoreOpen(open bool) { h.storeOpen.Store(open) }
@@ -86,6 +108,8 @@ func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
 		return false, "unavailable", "store_unavailable"
 	case now.UnixNano()-h.lastFailureNs.Load() < int64(5*time.Second):
 		return false, "unavailable", "write_failed"
+	case h.notAccepting.Load():
+		return false, "unavailable", "ok"
 	}
 	return true, "ready", "ok"
 }

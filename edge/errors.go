@@ -48,6 +48,7 @@ var (
 	refuseDedupeQuota    = &RefusedError{Status: 503, Reason: "dedupe_quota", RetryAfter: 60}
 	refuseQuarantineFull = &RefusedError{Status: 503, Reason: "quarantine_full", RetryAfter: 60}
 	refuseTenantOverload = &RefusedError{Status: 429, Reason: "tenant_overload", RetryAfter: 1}
+	refuseTooManyConns   = &RefusedError{Status: 429, Reason: "too_many_connections", RetryAfter: 1}
 )
 
 // Errors of ingest steps that refusalOf maps to their answer.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -20,11 +21,20 @@ import (
 
 // listener owns the ingest socket. Its Started opens the port (a port that cannot be
 // bound fails the boot); its Stopping closes the listener and waits for the requests it
-// is serving, each of which ends in an answer.
+// is serving, each of which ends in an answer. A serve loop that ends while the listener
+// is not stopping crashes the actor into its supervisor, which binds the port again.
 type listener struct {
-	e     *Edge
-	srv   *fasthttp.Server
-	tasks *task.Group // the serving goroutine
+	e        *Edge
+	srv      *fasthttp.Server
+	acc      *acceptor
+	stopping atomic.Bool
+	tasks    *task.Group // the serving goroutine and the acceptor's refusals
+}
+
+// serveEnded reports that a serve loop returned on its own.
+type serveEnded struct {
+	srv *fasthttp.Server
+	err error
 }
 
 // NewListenerProps returns the ingest listener's props.
@@ -33,55 +43,83 @@ func NewListenerProps(e *Edge) *actor.Props {
 }
 
 func (l *listener) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
+	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		if err := l.start(); err != nil {
+		if err := l.start(ctx.Self()); err != nil {
 			panic(err) // fails the boot, or counts against the domain's restart budget
+		}
+	case *serveEnded:
+		if msg.srv == l.srv {
+			l.e.health.SetAccepting(false)
+			panic(fmt.Errorf("edge: ingest serve loop ended: %w", msg.err))
 		}
 	case *actor.Stopping, *actor.Restarting:
 		l.stop()
 	}
 }
 
-func (l *listener) start() error {
-	addr := net.JoinHostPort(l.e.set.IP, strconv.Itoa(l.e.set.Port))
+func (l *listener) start(self *actor.PID) error {
+	set := l.e.set
+	addr := net.JoinHostPort(set.IP, strconv.Itoa(set.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("edge: cannot listen on %s: %w", addr, err)
 	}
+	if set.WrapListener != nil {
+		ln = set.WrapListener(ln)
+	}
+	tcfg, err := tlsConfig(set.TLS)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	l.tasks = &task.Group{}
+	l.acc = newAcceptor(ln, l.e, tcfg == nil, l.tasks)
+	ln = l.acc
+	if tcfg != nil {
+		ln = tls.NewListener(ln, tcfg)
+	}
+	bodyRead := fasthttp.RequestConfig{ReadTimeout: set.ReadTimeout}
 	l.srv = &fasthttp.Server{
 		Handler: l.e.Handle,
 		Name:    "ankusa",
 		// The body is streamed so that everything that can refuse a request runs before
 		// it is read; the cap is enforced by the handler, not by fasthttp's own 413.
 		StreamRequestBody:            true,
-		MaxRequestBodySize:           int(l.e.set.MaxBodyBytes),
+		MaxRequestBodySize:           int(set.MaxBodyBytes),
 		DisablePreParseMultipartForm: true,
 		NoDefaultServerHeader:        true,
 		NoDefaultDate:                true,
-		ReadTimeout:                  30 * time.Second,
-		WriteTimeout:                 30 * time.Second,
-		IdleTimeout:                  90 * time.Second,
-		ReadBufferSize:               16 << 10,
-		Concurrency:                  64 << 10,
-		ErrorHandler:                 l.e.transportError,
-	}
-	if tcfg, err := tlsConfig(l.e.set.TLS); err != nil {
-		_ = ln.Close()
-		return err
-	} else if tcfg != nil {
-		ln = tls.NewListener(ln, tcfg)
+		// ReadTimeout is the head's deadline, from the connection's open or a keep-alive
+		// request's first byte; once the head is in, HeaderReceived re-arms one deadline
+		// for the body. Both are deadlines: a client sending a byte at a time cannot
+		// stretch them.
+		ReadTimeout:    set.HeaderTimeout,
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig { return bodyRead },
+		WriteTimeout:   30 * time.Second,
+		IdleTimeout:    set.IdleTimeout,
+		ReadBufferSize: 16 << 10,
+		// The acceptor caps connections first, with the contract's JSON answer; fasthttp's
+		// own limit (a plain-text 503) sits above it and is never reached.
+		Concurrency:  set.MaxConns + 1024,
+		ErrorHandler: l.e.transportError,
 	}
 	bound := ln.Addr().String()
 	l.e.addr.Store(&bound)
-	l.tasks = &task.Group{}
-	srv := l.srv
+	l.e.health.SetAccepting(true)
+	srv, system := l.srv, l.e.system
 	l.tasks.Go(func(<-chan struct{}) {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) {
-			l.e.log.Error().Err(err).Msg("ingest listener stopped")
+		err := srv.Serve(ln)
+		if l.stopping.Load() {
+			return
 		}
+		if err == nil {
+			err = errors.New("serve returned without an error")
+		}
+		l.e.log.Error().Err(err).Msg("ingest serve loop ended; restarting the listener")
+		system.Root.Send(self, &serveEnded{srv: srv, err: err})
 	})
-	l.e.log.Info().Str("addr", bound).Msg("ingest listening")
+	l.e.log.Info().Str("addr", bound).Int("max_conns", set.MaxConns).Int("max_conns_per_ip", set.MaxConnsPerIP).Msg("ingest listening")
 	return nil
 }
 
@@ -89,6 +127,7 @@ func (l *listener) stop() {
 	if l.srv == nil {
 		return
 	}
+	l.stopping.Store(true)
 	if err := l.srv.Shutdown(); err != nil {
 		l.e.log.Warn().Err(err).Msg("ingest listener shutdown")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,9 @@ type Options struct {
 	Version string
 	// Faults is passed to the store; tests use it to hold or fail synced writes.
 	Faults *store.Faults
+	// WrapIngestListener wraps the ingest socket once bound; tests use it to inject accept
+	// faults.
+	WrapIngestListener func(net.Listener) net.Listener
 	// Supervision overrides the tree's restart budget and back-off (tests shorten them).
 	Supervision *supervision.Options
 }
@@ -110,7 +114,9 @@ func (i *Instance) Start() error {
 			i.system.Shutdown()
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
-		i.edge = edge.New(edge.SettingsFrom(cfg), i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
+		set := edge.SettingsFrom(cfg)
+		set.WrapListener = i.opts.WrapIngestListener
+		i.edge = edge.New(set, i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
 			sources, i.tel, i.health)
 		i.edge.SetStore(i.db.Load)
 		children = append(children, supervision.ChildSpec{

@@ -109,6 +109,11 @@ func serve(stderr io.Writer, env func(string) (string, bool)) error {
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
+	if soft, hard, err := raiseFileLimit(); err != nil {
+		log.Warn().Err(err).Uint64("nofile_soft", soft).Uint64("nofile_hard", hard).Msg("open-files limit")
+	} else {
+		log.Info().Uint64("nofile_soft", soft).Uint64("nofile_hard", hard).Msg("open-files limit")
+	}
 	inst, err := instance.New(cfg, instance.Options{Log: log, Version: version})
 	if err != nil {
 		return &exitError{code: config.ExitConfig, err: err}

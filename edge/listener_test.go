@@ -1,0 +1,285 @@
+package edge_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
+)
+
+// Keep-alive off: every request opens a connection, so each meets the accept path.
+var client = &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// faultyListener injects accept errors by wrapping Accept. While failing it answers
+// EMFILE as the kernel does when the process is out of descriptors; a connection that
+// arrives meanwhile waits (as in the kernel's backlog) and is handed out once failing
+// stops. permanent, when set, is returned once, as an error no retry clears.
+type faultyListener struct {
+	net.Listener
+	failing   atomic.Bool
+	failures  atomic.Int64
+	permanent atomic.Pointer[error]
+	mu        sync.Mutex
+	held      []net.Conn
+}
+
+func (l *faultyListener) Accept() (net.Conn, error) {
+	if p := l.permanent.Swap(nil); p != nil {
+		return nil, *p
+	}
+	for {
+		if l.failing.Load() {
+			l.failures.Add(1)
+			return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+		}
+		l.mu.Lock()
+		if len(l.held) > 0 {
+			c := l.held[0]
+			l.held = l.held[1:]
+			l.mu.Unlock()
+			return c, nil
+		}
+		l.mu.Unlock()
+		c, err := l.Listener.Accept()
+		if err != nil || !l.failing.Load() {
+			return c, err
+		}
+		l.mu.Lock()
+		l.held = append(l.held, c)
+		l.mu.Unlock()
+	}
+}
+
+func (l *faultyListener) Close() error {
+	l.mu.Lock()
+	for _, c := range l.held {
+		_ = c.Close()
+	}
+	l.held = nil
+	l.mu.Unlock()
+	return l.Listener.Close()
+}
+
+// startWrapped runs an ingest-and-admin instance whose ingest socket is wrapped by wrap.
+func startWrapped(t *testing.T, wrap func(net.Listener) net.Listener, mutate func(*config.Config)) *instance.Instance {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Instance = "edge"
+	cfg.Node.DataDir = t.TempDir()
+	cfg.Node.Roles = []string{"edge"}
+	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
+	cfg.Admin.Port = 0
+	cfg.Listener.DrainDelayMS = 0
+	cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := instance.New(cfg, instance.Options{
+		Log:                zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+		WrapIngestListener: wrap,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := inst.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return inst
+}
+
+func statusOf(url string, body []byte) (int, error) {
+	var resp *http.Response
+	var err error
+	if body == nil {
+		resp, err = client.Get(url)
+	} else {
+		resp, err = client.Post(url, "application/json", bytes.NewReader(body))
+	}
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// TestAcceptErrorsDoNotStopIngest: an accept that fails because the process is out of
+// file descriptors is retried; /ready reports 503 while ingest cannot accept, and a POST
+// that waited in the backlog is answered 201 once accepts succeed again (issue 8, item 1).
+func TestAcceptErrorsDoNotStopIngest(t *testing.T) {
+	fl := &faultyListener{}
+	inst := startWrapped(t, func(ln net.Listener) net.Listener { fl.Listener = ln; return fl }, nil)
+	ingest, ready := "http://"+inst.IngestAddr(), "http://"+inst.AdminAddr()+"/ready"
+	if st, err := statusOf(ingest+"/webhooks/sample", []byte(`{}`)); err != nil || st != 201 {
+		t.Fatalf("POST before the fault: %d %v", st, err)
+	}
+	poll.True(t, 10*time.Second, "ready before the fault", func() bool { st, _ := statusOf(ready, nil); return st == 200 })
+
+	fl.failing.Store(true)
+	answered := make(chan error, 1)
+	go func() {
+		st, err := statusOf(ingest+"/webhooks/sample", []byte(`{"during":"emfile"}`))
+		if err == nil && st != 201 {
+			err = fmt.Errorf("status %d", st)
+		}
+		answered <- err
+	}()
+	poll.True(t, 10*time.Second, "accept failures", func() bool { return fl.failures.Load() >= 3 })
+	poll.True(t, 10*time.Second, "/ready 503 while accepts fail", func() bool { st, _ := statusOf(ready, nil); return st == 503 })
+
+	fl.failing.Store(false)
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("POST held while accepts failed: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("POST held while accepts failed was not answered")
+	}
+	if st, err := statusOf(ingest+"/webhooks/sample", []byte(`{}`)); err != nil || st != 201 {
+		t.Fatalf("POST after the fault: %d %v", st, err)
+	}
+	poll.True(t, 10*time.Second, "ready after the fault", func() bool { st, _ := statusOf(ready, nil); return st == 200 })
+}
+
+// TestServeLoopEndRestartsListener: a serve loop that ends on an accept error no retry
+// clears crashes the listener into its supervisor, which binds the port again; later
+// POSTs are answered 201 (issue 8, item 1).
+func TestServeLoopEndRestartsListener(t *testing.T) {
+	fl := &faultyListener{}
+	var wraps atomic.Int64
+	inst := startWrapped(t, func(ln net.Listener) net.Listener {
+		if wraps.Add(1) > 1 {
+			return ln // the restarted listener serves normally
+		}
+		fl.Listener = ln
+		return fl
+	}, nil)
+	if st, err := statusOf("http://"+inst.IngestAddr()+"/webhooks/sample", []byte(`{}`)); err != nil || st != 201 {
+		t.Fatalf("POST before the fault: %d %v", st, err)
+	}
+	perm := errors.New("accept: invalid argument")
+	fl.permanent.Store(&perm)
+	// The serve loop is parked in Accept; one connection wakes it to meet the error.
+	if c, err := net.DialTimeout("tcp", inst.IngestAddr(), 5*time.Second); err == nil {
+		_ = c.Close()
+	}
+	poll.True(t, 15*time.Second, "listener restarted", func() bool { return wraps.Load() >= 2 && inst.IngestAddr() != "" })
+	poll.Eventually(t, 15*time.Second, func() error {
+		st, err := statusOf("http://"+inst.IngestAddr()+"/webhooks/sample", []byte(`{}`))
+		if err != nil || st != 201 {
+			return fmt.Errorf("POST after restart: %d %v", st, err)
+		}
+		return nil
+	})
+}
+
+// readAnswer reads one HTTP answer from c (a refusal the acceptor wrote, or fasthttp's).
+func readAnswer(t *testing.T, c net.Conn) reply {
+	t.Helper()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
+	}
+	defer resp.Body.Close()
+	return toReply(t, resp)
+}
+
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestConnectionCapsAnswerContract: past http.max_conns_per_ip a client gets 429
+// too_many_connections, past http.max_conns 503 overload, both JSON with Retry-After,
+// never fasthttp's plain text (issue 8, item 1).
+func TestConnectionCapsAnswerContract(t *testing.T) {
+	f := func(name string, mutate func(*config.Config), status int, reason string) {
+		t.Run(name, func(t *testing.T) {
+			inst := startWrapped(t, nil, mutate)
+			addr := inst.IngestAddr()
+			a, b := dial(t, addr), dial(t, addr)
+			_, _ = a, b
+			// Both are held open by the server before the third arrives.
+			poll.True(t, 10*time.Second, "two connections counted", func() bool {
+				c := dial(t, addr)
+				_, _ = io.WriteString(c, "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+				r := readAnswer(t, c)
+				if r.status == 201 {
+					return false
+				}
+				r.expect(t, status, reason)
+				if r.retryAfter == "" {
+					t.Fatalf("%d without Retry-After", r.status)
+				}
+				return true
+			})
+		})
+	}
+	f("per_ip", func(c *config.Config) { c.HTTP.MaxConnsPerIP = 2 }, 429, "too_many_connections")
+	f("node", func(c *config.Config) { c.HTTP.MaxConns, c.HTTP.MaxConnsPerIP = 2, 0 }, 503, "overload")
+}
+
+// TestSlowHeadCannotStretchTimeout: a client that sends its head a byte at a time is cut
+// off at http.header_timeout_ms, however steadily it trickles (issue 8, item 1).
+func TestSlowHeadCannotStretchTimeout(t *testing.T) {
+	inst := startWrapped(t, nil, func(c *config.Config) { c.HTTP.HeaderTimeoutMS = 500 })
+	c := dial(t, inst.IngestAddr())
+	head := "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nX-Slow: " + string(bytes.Repeat([]byte("a"), 200))
+	start := time.Now()
+	for i := 0; i < len(head); i++ {
+		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+		if _, err := c.Write([]byte{head[i]}); err != nil {
+			break // the server closed the connection
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("a trickled head kept the connection open for 10 s")
+		}
+		time.Sleep(50 * time.Millisecond) // the trickle itself, not a wait for the server
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("connection held %v", d)
+	}
+	// The connection ends: an answer or a close, never the request going on.
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 512)
+	for {
+		if _, err := c.Read(buf); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("the server neither answered nor closed a connection past its head deadline")
+			}
+			break
+		}
+	}
+}
