@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"io/fs"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -412,6 +414,53 @@ func flipByte(t *testing.T, path string, off int64) {
 	}
 }
 
+// unreadableDirEnv hands the unprivileged child of TestUnreadableStoreIsNotOpenedAsEmpty its directory.
+const unreadableDirEnv = "ANKUSA_TEST_UNREADABLE_STORE_DIR"
+
+// runUnprivileged runs the "directory unreadable" subtest again in a child process with the uid and gid of
+// nobody, on dir (made nobody's), and fails unless the child ran it and it passed. The test binary is copied where nobody may
+// run it, and dir's parents are made traversable, so the child fails on dir's mode alone.
+func runUnprivileged(t *testing.T, dir string) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "store.test")
+	exe, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The store is nobody's, so the child is refused for its mode alone, not for files it may not write.
+	if err := filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, 65534, 65534)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Dir(bin), filepath.Dir(filepath.Dir(bin)), filepath.Dir(dir), filepath.Dir(filepath.Dir(dir))} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(bin, "-test.run=^TestUnreadableStoreIsNotOpenedAsEmpty$/^directory_unreadable$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), unreadableDirEnv+"="+dir)
+	cmd.Dir = filepath.Dir(bin)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("unprivileged child: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: TestUnreadableStoreIsNotOpenedAsEmpty/directory_unreadable")) {
+		t.Fatalf("unprivileged child did not run the subtest:\n%s", out)
+	}
+}
+
 func requireOpenRefused(t *testing.T, dir string) {
 	t.Helper()
 	db, err := Open(Options{Dir: dir, Log: zerolog.Nop()})
@@ -547,15 +596,22 @@ func TestUnreadableStoreIsNotOpenedAsEmpty(t *testing.T) {
 		requireOpenRefused(t, dir)
 	})
 	t.Run("directory unreadable", func(t *testing.T) {
-		if os.Geteuid() == 0 {
-			t.Skip("root reads a directory whatever its mode")
+		if dir := os.Getenv(unreadableDirEnv); dir != "" {
+			// The unprivileged child started below: the directory is unreadable to it.
+			requireOpenRefused(t, dir)
+			return
 		}
 		dir := populated(t)
 		if err := os.Chmod(dir, 0); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = os.Chmod(dir, 0o750) })
-		requireOpenRefused(t, dir)
+		if os.Geteuid() != 0 {
+			requireOpenRefused(t, dir)
+			return
+		}
+		// Root reads a directory whatever its mode (CI runs as root): run this subtest again as nobody.
+		runUnprivileged(t, dir)
 	})
 	t.Run("format marker missing beside data", func(t *testing.T) {
 		dir := populated(t)
