@@ -149,14 +149,14 @@ func (r *replayer) tick() {
 			continue
 		}
 		if at, ok, err := db.OldestDue(); err == nil && ok && now.UnixMilli()-at > j.MaxLagMS {
-			r.d.tel.Metrics.Dispatch.ReplayThrottled.WithLabelValues("lag").Inc()
+			r.d.tel.ReplayThrottled("lag")
 			continue
 		}
 		credit := min(r.credit[j.ID]+j.Rate*elapsed, j.Rate) // at most one second of burst
 		n := int(credit)
 		if n < 1 {
 			r.credit[j.ID] = credit
-			r.d.tel.Metrics.Dispatch.ReplayThrottled.WithLabelValues("rate").Inc()
+			r.d.tel.ReplayThrottled("rate")
 			continue
 		}
 		moved, err := db.ReplayDeadStep(j, n, now.UnixMilli())
@@ -166,7 +166,7 @@ func (r *replayer) tick() {
 		}
 		r.credit[j.ID] = credit - float64(moved)
 		if moved > 0 {
-			r.d.tel.Metrics.Dispatch.ReplayMoved.WithLabelValues(j.Kind).Add(float64(moved))
+			r.d.tel.ReplayMoved(j.Kind, moved)
 		}
 	}
 }

@@ -440,7 +440,7 @@ func (s *scheduler) park(t *tenant, c *store.Claimed, at int64, why string) {
 		s.d.log.Error().Err(err).Uint64("seq", c.Seq).Msg("cannot park a row")
 		return // it stays claimed in the store; the next start makes it due
 	}
-	s.d.tel.Metrics.Dispatch.Deliveries.WithLabelValues(telemetry.ResultParked, c.Row.SinkType).Inc()
+	s.d.tel.Parked(c.Row.SinkType)
 	// Reschedule wakes the scheduler through the store's notification; the scan that
 	// follows finds the parked row's due time and sleeps until it.
 	s.release(t, c)
@@ -560,40 +560,26 @@ func (s *scheduler) housekeeping(ctx actor.Context) {
 }
 
 func (s *scheduler) reportGauges(now time.Time) {
-	m := s.d.tel.Metrics.Dispatch
 	c := s.db.Counts()
-	m.QueuePending.Set(float64(c.Pending))
-	m.QueueScheduled.Set(float64(c.Scheduled))
-	m.QueueInflight.Set(float64(c.Inflight))
-	m.QueueDead.Set(float64(c.Dead))
-	m.QueueArchive.Set(float64(c.ArchivePending))
-	if at, ok, err := s.db.OldestDue(); err == nil && ok && at < now.UnixMilli() {
-		m.OldestDueAge.Set(now.Sub(time.UnixMilli(at)).Seconds())
-	} else {
-		m.OldestDueAge.Set(0)
+	g := telemetry.DispatchSample{
+		Pending: c.Pending, Scheduled: c.Scheduled, Inflight: c.Inflight, Dead: c.Dead, ArchivePending: c.ArchivePending,
+		Running: s.running, Claimed: s.claimed, ClaimedBytes: s.claimedBytes, ActiveTenants: len(s.active),
 	}
-	m.Running.Set(float64(s.running))
-	m.Claimed.Set(float64(s.claimed))
-	m.ClaimedBytes.Set(float64(s.claimedBytes))
-	m.ActiveTenants.Set(float64(len(s.active)))
-	open, blocked := 0, 0
+	if at, ok, err := s.db.OldestDue(); err == nil && ok && at < now.UnixMilli() {
+		g.OldestDueAge = now.Sub(time.UnixMilli(at))
+	}
 	for _, l := range s.lanes {
 		if l.breaker.state(now) != breakerClosed {
-			open++
+			g.BreakersOpen++
 		}
 		if l.block != nil {
-			blocked++
+			g.LanesBlocked++
 		}
 	}
-	m.BreakersOpen.Set(float64(open))
-	m.LanesBlocked.Set(float64(blocked))
-	top := make([]*tenant, 0, len(s.tenants))
+	g.TopTenants = make([]telemetry.TenantClaims, 0, len(s.tenants))
 	for _, t := range s.tenants {
-		top = append(top, t)
+		g.TopTenants = append(g.TopTenants, telemetry.TenantClaims{Tenant: t.name, Claimed: t.claimed})
 	}
-	slices.SortFunc(top, func(a, b *tenant) int { return b.claimed - a.claimed })
-	m.TenantInflight.Reset()
-	for _, t := range top[:min(len(top), 100)] {
-		m.TenantInflight.WithLabelValues(t.name).Set(float64(t.claimed))
-	}
+	slices.SortFunc(g.TopTenants, func(a, b telemetry.TenantClaims) int { return b.Claimed - a.Claimed })
+	s.d.tel.DispatchGauges(g)
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
@@ -147,7 +146,7 @@ func (a *admin) start() error {
 		return errors.Join(errors.New("admin: cannot listen on "+addr), err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(a.i.tel.Metrics.Registry, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", a.i.tel.Handler())
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{
 			"status": "ok", "instance": cfg.Instance, "roles": cfg.EffectiveRoles(), "version": a.i.opts.Version,

@@ -115,3 +115,62 @@ func (t *Telemetry) Breaker(sink, tenant, source, state string) {
 	}
 	ev.Str("sink", sink).Str("tenant", tenant).Str("source_id", source).Str("state", state).Msg("circuit breaker")
 }
+
+// Parked records a claimed row put back because its sink's breaker is open (no attempt
+// was spent on it).
+func (t *Telemetry) Parked(sink string) {
+	t.Metrics.Dispatch.Deliveries.WithLabelValues(ResultParked, sink).Inc()
+}
+
+// ReplayThrottled records a replay step held back: "lag" (dispatch is behind) or "rate".
+func (t *Telemetry) ReplayThrottled(reason string) {
+	t.Metrics.Dispatch.ReplayThrottled.WithLabelValues(reason).Inc()
+}
+
+// ReplayMoved records rows a replay job of kind moved back to due.
+func (t *Telemetry) ReplayMoved(kind string, rows int) {
+	t.Metrics.Dispatch.ReplayMoved.WithLabelValues(kind).Add(float64(rows))
+}
+
+// DispatchSample is what the scheduler reports every housekeeping tick: the store's
+// counters (O(1) reads) and its own in-memory state.
+type DispatchSample struct {
+	Pending, Scheduled, Inflight, Dead, ArchivePending int64
+	OldestDueAge                                       time.Duration // 0 when nothing is overdue
+	Running, Claimed                                   int
+	ClaimedBytes                                       int64
+	ActiveTenants, BreakersOpen, LanesBlocked          int
+	// TopTenants are the tenants holding the most claimed rows, most first; only the
+	// first 100 become series.
+	TopTenants []TenantClaims
+}
+
+// TenantClaims is one tenant's claimed rows.
+type TenantClaims struct {
+	Tenant  string
+	Claimed int
+}
+
+// maxTenantSeries bounds ankusa_dispatch_tenant_inflight's series.
+const maxTenantSeries = 100
+
+// DispatchGauges reports a scheduler sample.
+func (t *Telemetry) DispatchGauges(s DispatchSample) {
+	m := t.Metrics.Dispatch
+	m.QueuePending.Set(float64(s.Pending))
+	m.QueueScheduled.Set(float64(s.Scheduled))
+	m.QueueInflight.Set(float64(s.Inflight))
+	m.QueueDead.Set(float64(s.Dead))
+	m.QueueArchive.Set(float64(s.ArchivePending))
+	m.OldestDueAge.Set(s.OldestDueAge.Seconds())
+	m.Running.Set(float64(s.Running))
+	m.Claimed.Set(float64(s.Claimed))
+	m.ClaimedBytes.Set(float64(s.ClaimedBytes))
+	m.ActiveTenants.Set(float64(s.ActiveTenants))
+	m.BreakersOpen.Set(float64(s.BreakersOpen))
+	m.LanesBlocked.Set(float64(s.LanesBlocked))
+	m.TenantInflight.Reset()
+	for _, tc := range s.TopTenants[:min(len(s.TopTenants), maxTenantSeries)] {
+		m.TenantInflight.WithLabelValues(tc.Tenant).Set(float64(tc.Claimed))
+	}
+}

@@ -1,8 +1,11 @@
 package telemetry
 
 import (
+	"net/http"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // latencyBuckets span 1 ms to 2.5 s, the range the ack and commit SLOs are read in.
@@ -84,4 +87,10 @@ func newMetrics(instance string) *Metrics {
 	m.Dispatch = newDispatchMetrics(reg, l)
 	m.Trust = newTrustMetrics(reg, l)
 	return m
+}
+
+// Handler serves the instance's own registry in the Prometheus exposition format (the
+// admin listener's GET /metrics).
+func (t *Telemetry) Handler() http.Handler {
+	return promhttp.HandlerFor(t.Metrics.Registry, promhttp.HandlerOpts{})
 }
