@@ -29,21 +29,20 @@ func TestDedupeAnswersTheOriginalID(t *testing.T) {
 	}
 	// Concurrent occurrences of a new key, spread over both partitions: one wins.
 	var wg sync.WaitGroup
-	ids := make(chan any, 32)
+	replies := make(chan reply, 32)
 	for i := range 32 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := postBody(t, inst, "/webhooks/gh", fmt.Appendf(nil, `{"race":%d}`, i), "X-GitHub-Delivery", "d-2")
-			r.expect(t, 201, "")
-			ids <- r.body["id"]
+			replies <- send(inst, "/webhooks/gh", fmt.Appendf(nil, `{"race":%d}`, i), "X-GitHub-Delivery", "d-2")
 		}()
 	}
 	wg.Wait()
-	close(ids)
+	close(replies)
 	distinct := map[any]bool{}
-	for id := range ids {
-		distinct[id] = true
+	for r := range replies {
+		r.expect(t, 201, "")
+		distinct[r.body["id"]] = true
 	}
 	if len(distinct) != 1 {
 		t.Fatalf("%d different ids answered for one event key", len(distinct))

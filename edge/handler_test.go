@@ -19,6 +19,7 @@ import (
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // start runs one ingest-only instance with the sources the tests use.
@@ -44,6 +45,7 @@ type reply struct {
 	retryAfter string
 	body       map[string]any
 	raw        []byte
+	err        error // the request or its answer failed; expect fails the test with it
 }
 
 // raw sends one raw HTTP/1.1 request and reads the answer; half closes the write side
@@ -71,30 +73,58 @@ func raw(t *testing.T, addr, req string, halfClose bool) reply {
 }
 
 func toReply(t *testing.T, resp *http.Response) reply {
-	b, _ := io.ReadAll(resp.Body)
-	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b}
-	if err := json.Unmarshal(b, &r.body); err != nil {
-		t.Fatalf("answer %d is not a JSON object: %q", resp.StatusCode, b)
+	t.Helper()
+	r := readReply(resp)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r
+}
+
+// readReply is toReply for a goroutine a test started: a failure is kept in the reply.
+func readReply(resp *http.Response) reply {
+	b, err := io.ReadAll(resp.Body)
+	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b, err: err}
+	if err == nil {
+		if err := json.Unmarshal(b, &r.body); err != nil {
+			r.err = fmt.Errorf("answer %d is not a JSON object: %q", resp.StatusCode, b)
+		}
 	}
 	return r
 }
 
 func postBody(t *testing.T, inst *instance.Instance, path string, body []byte, headers ...string) reply {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+inst.IngestAddr()+path, bytes.NewReader(body))
+	r := send(inst, path, body, headers...)
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r
+}
+
+// send is postBody for a goroutine a test started: it never fails the test, the reply
+// carries the error to the test goroutine, whose expect reports it.
+func send(inst *instance.Instance, path string, body []byte, headers ...string) reply {
+	req, err := http.NewRequest(http.MethodPost, "http://"+inst.IngestAddr()+path, bytes.NewReader(body))
+	if err != nil {
+		return reply{err: err}
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := testClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return reply{err: err}
 	}
 	defer resp.Body.Close()
-	return toReply(t, resp)
+	return readReply(resp)
 }
 
 func (r reply) expect(t *testing.T, status int, reason string) {
 	t.Helper()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
 	if r.status != status {
 		t.Fatalf("status %d (%s), want %d", r.status, r.raw, status)
 	}
@@ -282,17 +312,6 @@ func (h *hold) faults() *store.Faults {
 	}}
 }
 
-func waitFor(t *testing.T, what string, fn func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !fn() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // Design: "The queue is bounded twice — max_queue records and max_queue_bytes of body,
 // both counting buffered and in-flight records: full means 503 with Retry-After".
 func TestOverload(t *testing.T) {
@@ -300,9 +319,9 @@ func TestOverload(t *testing.T) {
 	inst := start(t, func(c *config.Config) { c.Batcher.Partitions = 1; c.Batcher.MaxQueue = 2 }, h.faults())
 	done := make(chan reply, 2)
 	for range 2 {
-		go func() { done <- postBody(t, inst, "/webhooks/sample", []byte("{}")) }()
+		go func() { done <- send(inst, "/webhooks/sample", []byte("{}")) }()
 	}
-	waitFor(t, "two records in flight", func() bool { n, _ := queue(inst); return n == 2 })
+	poll.True(t, 10*time.Second, "two records in flight", func() bool { n, _ := queue(inst); return n == 2 })
 	r := postBody(t, inst, "/webhooks/sample", []byte("{}"))
 	r.expect(t, 503, "overload")
 	if r.retryAfter != "1" {
@@ -359,15 +378,15 @@ func TestCrashedBatcherNeverAcks(t *testing.T) {
 		c.Batcher.RecordDeadlineMS = 2000
 	}, h.faults())
 	done := make(chan reply, 4)
-	go func() { done <- postBody(t, inst, "/webhooks/sample", []byte(`{"n":0}`)) }()
-	waitFor(t, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	go func() { done <- send(inst, "/webhooks/sample", []byte(`{"n":0}`)) }()
+	poll.True(t, 10*time.Second, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
 	// The batcher has one batch in flight (max_commits 1): the next two records stay in its buffer.
 	for i := 1; i <= 2; i++ {
-		go func() { done <- postBody(t, inst, "/webhooks/sample", fmt.Appendf(nil, `{"n":%d}`, i)) }()
+		go func() { done <- send(inst, "/webhooks/sample", fmt.Appendf(nil, `{"n":%d}`, i)) }()
 	}
-	waitFor(t, "three records in the partition", func() bool { n, _ := queue(inst); return n == 3 })
+	poll.True(t, 10*time.Second, "three records in the partition", func() bool { n, _ := queue(inst); return n == 3 })
 	inst.Kill().Arm(edge.BatcherName("edge", 0))
-	go func() { done <- postBody(t, inst, "/webhooks/sample", []byte(`{"n":3}`)) }()
+	go func() { done <- send(inst, "/webhooks/sample", []byte(`{"n":3}`)) }()
 	// The crash answers the buffered records (and the one whose message crashed it) 503.
 	for range 3 {
 		r := <-done
@@ -416,9 +435,9 @@ func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 		return a.r
 	}
 	post(0)
-	waitFor(t, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	poll.True(t, 10*time.Second, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
 	post(1) // queued in the writer behind the group in flight
-	waitFor(t, "two records in the partition", func() bool { n, _ := queue(inst); return n == 2 })
+	poll.True(t, 10*time.Second, "two records in the partition", func() bool { n, _ := queue(inst); return n == 2 })
 	inst.Kill().Arm("edge/edge/writer")
 	post(2) // its batch crashes the writer
 	for range 2 {
@@ -481,7 +500,7 @@ func TestIngestRecoversAfterEdgeCrashes(t *testing.T) {
 			// Concurrent hooks, so that batches queue behind a group in flight.
 			done := make(chan reply, 64)
 			for i := range 64 {
-				go func() { done <- postBody(t, inst, "/webhooks/sample", fmt.Appendf(nil, `{"after":%d}`, i)) }()
+				go func() { done <- send(inst, "/webhooks/sample", fmt.Appendf(nil, `{"after":%d}`, i)) }()
 			}
 			for range 64 {
 				(<-done).expect(t, 201, "")

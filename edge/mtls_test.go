@@ -76,7 +76,7 @@ func TestClientCertificateOverRealMTLS(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(srvCert)
 	post := func(certs []tls.Certificate) reply {
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
+		c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: certs}}}
 		defer c.CloseIdleConnections()
 		resp, err := c.Post("https://"+inst.IngestAddr()+"/webhooks/pinned", "application/json", bytes.NewReader([]byte(`{"mtls":1}`)))
 		if err != nil {

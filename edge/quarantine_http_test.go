@@ -3,8 +3,10 @@ package edge_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/ankusa-go/ankusa/verify"
 )
 
@@ -108,9 +110,9 @@ func TestQuarantineWaitingWritesAndFailedWrites(t *testing.T) {
 	}, h.faults())
 	done := make(chan reply, 2)
 	for range 2 {
-		go func() { done <- postBody(t, inst, "/webhooks/pen", []byte(`{}`), "X-Hub-Signature-256", forgedSig) }()
+		go func() { done <- send(inst, "/webhooks/pen", []byte(`{}`), "X-Hub-Signature-256", forgedSig) }()
 	}
-	waitFor(t, "two pen writes waiting", func() bool { return inst.Edge().QuarantineWaiting() == 2 })
+	poll.True(t, 10*time.Second, "two pen writes waiting", func() bool { return inst.Edge().QuarantineWaiting() == 2 })
 	postBody(t, inst, "/webhooks/pen", []byte(`{}`), "X-Hub-Signature-256", forgedSig).expect(t, 503, "overload")
 	h.fail.Store(true)
 	close(h.gate)

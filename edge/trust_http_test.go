@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/ankusa-go/ankusa/verify"
 )
 
@@ -184,13 +186,13 @@ func TestTenantOverloadIsolates(t *testing.T) {
 	}, h.faults())
 	done := make(chan reply, 4)
 	for i := range 2 {
-		go func() { done <- postBody(t, inst, "/webhooks/acme-gh", fmt.Appendf(nil, `{"a":%d}`, i)) }()
+		go func() { done <- send(inst, "/webhooks/acme-gh", fmt.Appendf(nil, `{"a":%d}`, i)) }()
 	}
-	waitFor(t, "acme's share in flight", func() bool { n, _ := queue(inst); return n == 2 })
+	poll.True(t, 10*time.Second, "acme's share in flight", func() bool { n, _ := queue(inst); return n == 2 })
 	r := postBody(t, inst, "/webhooks/acme-gh", []byte(`{"a":"over"}`))
 	r.expect(t, 429, "tenant_overload")
-	go func() { done <- postBody(t, inst, "/webhooks/sample", []byte(`{"other":1}`)) }()
-	waitFor(t, "the other tenant's hook admitted", func() bool { n, _ := queue(inst); return n == 3 })
+	go func() { done <- send(inst, "/webhooks/sample", []byte(`{"other":1}`)) }()
+	poll.True(t, 10*time.Second, "the other tenant's hook admitted", func() bool { n, _ := queue(inst); return n == 3 })
 	close(h.gate)
 	for range 3 {
 		(<-done).expect(t, 201, "")
