@@ -457,20 +457,8 @@ func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 
 // postNoFatal posts body to the sample source; safe from any goroutine.
 func postNoFatal(inst *instance.Instance, body []byte) (reply, error) {
-	resp, err := testClient.Post("http://"+inst.IngestAddr()+"/webhooks/sample", "application/json", bytes.NewReader(body))
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return reply{}, err
-	}
-	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b}
-	if err := json.Unmarshal(b, &r.body); err != nil {
-		return r, fmt.Errorf("answer %d is not a JSON object: %q", resp.StatusCode, b)
-	}
-	return r, nil
+	r := send(inst, "/webhooks/sample", body)
+	return r, r.err
 }
 
 func startB(b *testing.B) *instance.Instance {
