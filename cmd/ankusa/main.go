@@ -20,6 +20,7 @@ import (
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // version is stamped at build time with -ldflags "-X main.version=…".
@@ -130,13 +131,15 @@ func serve(stderr io.Writer, env func(string) (string, bool)) error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Listener.DrainDelayMS)*time.Millisecond)
 		defer cancel()
 		// A second signal cuts the drain delay short; the in-flight requests are still waited for.
-		go func() {
+		var tasks task.Group
+		defer tasks.Stop()
+		tasks.Go(func(stop <-chan struct{}) {
 			select {
 			case <-sig:
 				cancel()
-			case <-ctx.Done():
+			case <-stop:
 			}
-		}()
+		})
 		return inst.Drain(ctx)
 	case err := <-inst.Fatal():
 		_ = inst.Stop()
