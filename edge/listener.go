@@ -9,10 +9,12 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -103,6 +105,10 @@ func (l *listener) start(self *actor.PID) error {
 		// own limit (a plain-text 503) sits above it and is never reached.
 		Concurrency:  set.MaxConns + 1024,
 		ErrorHandler: l.e.transportError,
+		// fasthttp quotes a malformed request head (Authorization, ?token= and all) in
+		// its errors unless told not to; its own messages go to zerolog, sampled.
+		SecureErrorLogMessage: true,
+		Logger:                newServerLog(l.e.log),
 	}
 	bound := ln.Addr().String()
 	l.e.addr.Store(&bound)
@@ -137,6 +143,41 @@ func (l *listener) stop() {
 	l.e.addr.Store(&empty)
 }
 
+// serverLog routes fasthttp's own messages into zerolog at warn, sampled (a burst of 10
+// a second, then 1 in 100), so a flood of malformed requests cannot flood the log.
+// Besides SecureErrorLogMessage, a message is cut at the first word that may introduce
+// a credential, so no header value or query token reaches the log.
+type serverLog struct{ log zerolog.Logger }
+
+func newServerLog(l zerolog.Logger) serverLog {
+	return serverLog{log: l.Sample(&zerolog.BurstSampler{Burst: 10, Period: time.Second,
+		NextSampler: &zerolog.BasicSampler{N: 100}})}
+}
+
+// credentialWords may introduce a secret in a message fasthttp formats.
+var credentialWords = []string{"contents:", "authorization", "token", "secret", "signature", "cookie",
+	"api-key", "apikey", "api_key", "password", "?"}
+
+func (s serverLog) Printf(format string, args ...any) {
+	s.log.Warn().Str("detail", redactMessage(fmt.Sprintf(format, args...))).Msg("ingest http server")
+}
+
+// redactMessage cuts a transport message at the first word that may introduce a
+// credential: fasthttp quotes a malformed header line even in its secure mode.
+func redactMessage(msg string) string {
+	lower := strings.ToLower(msg)
+	cut := len(msg)
+	for _, w := range credentialWords {
+		if i := strings.Index(lower, w); i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	if cut < len(msg) {
+		msg = msg[:cut] + "[redacted]"
+	}
+	return msg
+}
+
 // transportError answers what fasthttp could not parse as the edge's own JSON refusals.
 func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
 	// fasthttp reads the first bytes of a body (up to 8 KiB, never more than
@@ -148,7 +189,7 @@ func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne) && ne.Timeout():
 		e.refuseEarly(ctx, refuseBodyRead(err))
 	default:
-		e.log.Debug().Err(err).Msg("request could not be parsed")
+		e.log.Debug().Str("error", redactMessage(err.Error())).Msg("request could not be parsed")
 		e.refuseEarly(ctx, refuseBadRequest)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -79,6 +80,15 @@ func (l *faultyListener) Close() error {
 // startWrapped runs an ingest-and-admin instance whose ingest socket is wrapped by wrap.
 func startWrapped(t *testing.T, wrap func(net.Listener) net.Listener, mutate func(*config.Config)) *instance.Instance {
 	t.Helper()
+	return startWith(t, instance.Options{
+		Log:                zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+		WrapIngestListener: wrap,
+	}, mutate)
+}
+
+// startWith runs an ingest-and-admin instance with opts.
+func startWith(t *testing.T, opts instance.Options, mutate func(*config.Config)) *instance.Instance {
+	t.Helper()
 	cfg := config.Default()
 	cfg.Instance = "edge"
 	cfg.Node.DataDir = t.TempDir()
@@ -93,10 +103,7 @@ func startWrapped(t *testing.T, wrap func(net.Listener) net.Listener, mutate fun
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := instance.New(cfg, instance.Options{
-		Log:                zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
-		WrapIngestListener: wrap,
-	})
+	inst, err := instance.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,6 +287,84 @@ func TestSlowHeadCannotStretchTimeout(t *testing.T) {
 				t.Fatal("the server neither answered nor closed a connection past its head deadline")
 			}
 			break
+		}
+	}
+}
+
+// syncBuffer is a log destination the server's goroutines write while the test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// captureStderr points file descriptor 2 at a file until the returned function is
+// called, which restores it and returns what was written: fasthttp's default logger
+// writes there, whatever the process's logger.
+func captureStderr(t *testing.T) func() string {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stderr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Dup2(int(f.Fd()), 2); err != nil {
+		t.Fatal(err)
+	}
+	return func() string {
+		_ = syscall.Dup2(saved, 2)
+		_ = syscall.Close(saved)
+		b, _ := os.ReadFile(f.Name())
+		_ = f.Close()
+		return string(b)
+	}
+}
+
+// TestMalformedHeadLogsNoCredential: a malformed request carrying an Authorization
+// header and a ?token= query is answered 400 JSON, and neither value reaches any log
+// (the process's logger or fasthttp's default stderr logger) (issue 8, item 11).
+func TestMalformedHeadLogsNoCredential(t *testing.T) {
+	logs := &syncBuffer{}
+	inst := startWith(t, instance.Options{Log: zerolog.New(logs).Level(zerolog.DebugLevel)}, nil)
+	restore := captureStderr(t)
+	stderr := ""
+	defer func() {
+		if stderr == "" {
+			restore()
+		}
+	}()
+	for _, bad := range []string{"this line has no colon", "Authorization Bearer hdr-secret-42", "X-Gitlab-Token hdr-secret-42"} {
+		c := dial(t, inst.IngestAddr())
+		_, _ = io.WriteString(c, "POST /webhooks/sample?token=qs-secret-42 HTTP/1.1\r\nHost: x\r\n"+
+			"Authorization: Bearer hdr-secret-42\r\nX-Ok: 1\r\n"+bad+"\r\n\r\n")
+		r := readAnswer(t, c)
+		if r.status != 400 {
+			t.Fatalf("malformed head answered %d %s", r.status, r.raw)
+		}
+	}
+	// The serving goroutine logs after the answer is written; wait for its message.
+	poll.True(t, 10*time.Second, "fasthttp's message logged", func() bool {
+		return strings.Contains(logs.String(), "ingest http server") || strings.Contains(logs.String(), "request could not be parsed")
+	})
+	stderr = restore()
+	all := logs.String() + stderr
+	for _, secret := range []string{"hdr-secret-42", "qs-secret-42"} {
+		if strings.Contains(all, secret) {
+			t.Fatalf("a credential reached the log:\n%s", all)
 		}
 	}
 }
