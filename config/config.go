@@ -63,11 +63,15 @@ type Log struct {
 
 // HTTP is the ingest listener.
 type HTTP struct {
-	IP           string `yaml:"ip"`             // default "" = all interfaces; otherwise a strict IPv4/IPv6 literal
-	Port         int    `yaml:"port"`           // default 4000; 0..65535 (0 = pick a free port)
-	Prefix       string `yaml:"prefix"`         // default "/webhooks"; must start with "/"; "/" means no prefix
-	Routing      string `yaml:"routing"`        // default "path"; path|tenant_path
-	MaxBodyBytes int64  `yaml:"max_body_bytes"` // default 8_000_000; > 0
+	IP      string `yaml:"ip"`      // default "" = all interfaces; otherwise a strict IPv4/IPv6 literal
+	Port    int    `yaml:"port"`    // default 4000; 0..65535 (0 = pick a free port)
+	Prefix  string `yaml:"prefix"`  // default "/webhooks"; must start with "/"; "/" means no prefix
+	Routing string `yaml:"routing"` // default "path"; path|tenant_path
+	// MaxURLTenants bounds the tenants tenant_path URLs may mint for shared sources without an allow-list
+	// (url_tenants, tenant_secrets), beyond the tenants the config names and those already in the store:
+	// past it a new tenant's URL finds no source (404 unknown_source). Default 1000; > 0.
+	MaxURLTenants int   `yaml:"max_url_tenants"`
+	MaxBodyBytes  int64 `yaml:"max_body_bytes"` // default 8_000_000; > 0
 	// MaxConns caps the ingest connections open at once on the node; past it a new connection gets
 	// 503 {"error":"overload"} + Retry-After and is closed. Default 10_000; > 0.
 	MaxConns int `yaml:"max_conns"`
@@ -163,8 +167,16 @@ type Source struct {
 	// DefaultVerifyFailureBurst}.
 	VerifyFailureBytes *Rate `yaml:"verify_failure_bytes"`
 	// TrustURLTenant (default false) accepts that a shared source takes the tenant its URL names under
-	// http.routing tenant_path even though it verifies nothing.
+	// http.routing tenant_path even though it verifies nothing. Under tenant_path a shared source that
+	// verifies nothing must set it (boot refuses otherwise).
 	TrustURLTenant bool `yaml:"trust_url_tenant"`
+	// URLTenants is the allow-list of tenants a tenant_path URL may name for this shared source; another
+	// tenant's URL finds no source (404 unknown_source). Default none: http.max_url_tenants bounds them.
+	URLTenants []string `yaml:"url_tenants"`
+	// TenantSecrets gives each URL tenant of a shared source its own secret (or public key, for ed25519),
+	// replacing verify.secret (verify.public_key) for that tenant, so a hook signed for one tenant does not
+	// verify under another's URL. When set, its tenants are the source's allow-list. Default none.
+	TenantSecrets map[string]verify.Secrets `yaml:"tenant_secrets" config:"secret"`
 }
 
 // SinkSpec is one entry of a source's sinks list. Its options are validated by the sink packages.

@@ -319,7 +319,7 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		Instance: "default",
 		Node:     Node{DataDir: "./data", Roles: []string{"edge", "dispatch", "storage"}},
 		Log:      Log{Level: "info"},
-		HTTP: HTTP{Port: 4000, Prefix: "/webhooks", Routing: "path", MaxBodyBytes: 8_000_000,
+		HTTP: HTTP{Port: 4000, Prefix: "/webhooks", Routing: "path", MaxURLTenants: 1000, MaxBodyBytes: 8_000_000,
 			MaxConns: 10_000, MaxConnsPerIP: 512, HeaderTimeoutMS: 10_000, ReadTimeoutMS: 30_000, IdleTimeoutMS: 60_000},
 		MaxBodyBytes: 8_000_000,
 		Admin:        Admin{Enabled: true, IP: "127.0.0.1", Port: 4002},

@@ -23,6 +23,7 @@ func Default() *Config {
 			Port:            4000,
 			Prefix:          "/webhooks",
 			Routing:         "path",
+			MaxURLTenants:   1000,
 			MaxBodyBytes:    defaultMaxBodyBytes,
 			MaxConns:        10_000,
 			MaxConnsPerIP:   512,

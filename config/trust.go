@@ -180,6 +180,7 @@ type Dedupe struct {
 
 // validateTrust checks the top-level trust sections.
 func (c *Config) validateTrust(ps *problems) {
+	c.validateURLRouting(ps)
 	r := c.RateLimits
 	if r.Default != nil {
 		checkRate(ps, "rate_limits.default", *r.Default)
@@ -247,6 +248,24 @@ func (c *Config) validateTrust(ps *problems) {
 	}
 }
 
+// validateURLRouting refuses, under http.routing tenant_path, a shared source that verifies nothing and
+// has not set trust_url_tenant (inventory A.2 [R]: such a source "must set trust_url_tenant: true"): its
+// hooks would land in whichever tenant a caller writes in the URL.
+func (c *Config) validateURLRouting(ps *problems) {
+	if c.HTTP.MaxURLTenants <= 0 {
+		ps.mustBe("http.max_url_tenants", "> 0", c.HTTP.MaxURLTenants)
+	}
+	if c.HTTP.Routing != "tenant_path" {
+		return
+	}
+	for _, id := range sortedKeys(c.Sources) {
+		s := c.Sources[id]
+		if s.Tenant == defaultTenant && (s.Verify.Type == "" || s.Verify.Type == "none") && !s.TrustURLTenant {
+			ps.add(join(join("sources", id), "trust_url_tenant"), "must be true for a shared (tenant default) source with no verifier under http.routing tenant_path: its hooks land in whichever tenant the URL names; set it to accept that, give the source a verifier, or give it a tenant")
+		}
+	}
+}
+
 // checkRate checks a written {rate, burst} block: both required, finite, rate > 0, burst >= 1.
 func checkRate(ps *problems, p string, r Rate) {
 	checkPair(ps, join(p, "rate"), join(p, "burst"), r.Rate, r.Burst, "required when "+p+" is set")
@@ -292,6 +311,7 @@ func validateSourceTrust(ps *problems, p string, s Source) {
 	if s.VerifyFailureBytes != nil {
 		checkRate(ps, join(p, "verify_failure_bytes"), *s.VerifyFailureBytes)
 	}
+	validateURLTenants(ps, p, s)
 	hp := join(p, "store_headers")
 	if m := s.StoreHeaders.Mode; m != "" && !slices.Contains(storeHeaderModes, m) {
 		ps.oneOf(join(hp, "mode"), storeHeaderModes, m)
@@ -301,6 +321,57 @@ func validateSourceTrust(ps *problems, p string, s Source) {
 			ps.mustBe(index(join(hp, "extra"), i), "a header name (RFC 9110 token characters)", quote(h))
 		}
 	}
+}
+
+// validateURLTenants checks the keys that bound which tenants a URL may name for a shared source.
+func validateURLTenants(ps *problems, p string, s Source) {
+	shared := s.Tenant == defaultTenant || s.Tenant == ""
+	if len(s.URLTenants) > 0 && len(s.TenantSecrets) > 0 {
+		ps.add(join(p, "url_tenants"), "set url_tenants or tenant_secrets, not both (tenant_secrets' tenants are the allow-list)")
+	}
+	for i, t := range s.URLTenants {
+		if !validID(t) {
+			ps.mustBe(index(join(p, "url_tenants"), i), "a tenant id ([A-Za-z0-9_-]{1,64})", quote(t))
+		}
+	}
+	if len(s.URLTenants) > 0 && !shared {
+		ps.add(join(p, "url_tenants"), "only for a shared source (tenant default)")
+	}
+	if len(s.TenantSecrets) == 0 {
+		return
+	}
+	tp := join(p, "tenant_secrets")
+	keyField := "secret"
+	switch s.Verify.Type {
+	case "", "none", "token", "client_cert":
+		ps.add(tp, "only for a source that verifies a signature (verify.type %s has no secret to replace)", orNone(s.Verify.Type))
+		return
+	case "ed25519":
+		keyField = "public_key"
+	}
+	if !shared {
+		ps.add(tp, "only for a shared source (tenant default)")
+	}
+	for _, t := range sortedKeys(s.TenantSecrets) {
+		if !validID(t) {
+			ps.add(join(tp, t), "tenant id must match [A-Za-z0-9_-]{1,64}")
+			continue
+		}
+		spec := s.Verify.ForKeys(s.TenantSecrets[t])
+		for _, pr := range spec.Validate() {
+			// Only the key problems are the tenant's; the rest are the verify block's, reported there.
+			if rel, ok := strings.CutPrefix(pr.Field, keyField); ok {
+				ps.add(join(tp, t)+rel, "%s", pr.Msg)
+			}
+		}
+	}
+}
+
+func orNone(typ string) string {
+	if typ == "" {
+		return "none"
+	}
+	return typ
 }
 
 func validateDedupe(ps *problems, p string, d DedupeSpec) {
@@ -350,10 +421,10 @@ func subPath(path, rel string) string {
 	return join(path, rel)
 }
 
-// TrustWarnings lists, as boot warnings, the sources whose verification cannot work as configured: a
-// client_cert source while the ingest listener asks no client for a certificate (http.tls off, or
-// client_auth none), and, under http.routing tenant_path, a shared source of tenant default with no
-// verifier and no trust_url_tenant.
+// TrustWarnings lists, as boot warnings, the sources whose verification cannot work as configured (a
+// client_cert source while the ingest listener asks no client for a certificate: http.tls off, or
+// client_auth none) and, under http.routing tenant_path, every shared source with no verifier (it set
+// trust_url_tenant, or boot would have refused it).
 func (c *Config) TrustWarnings() []string {
 	var w []string
 	certs := c.HTTP.TLS.Enabled() && (c.HTTP.TLS.ClientAuth == "request" || c.HTTP.TLS.ClientAuth == "require")
@@ -367,10 +438,10 @@ func (c *Config) TrustWarnings() []string {
 	}
 	for _, id := range sortedKeys(c.Sources) {
 		s := c.Sources[id]
-		if s.Tenant == defaultTenant && (s.Verify.Type == "" || s.Verify.Type == "none") && !s.TrustURLTenant {
-			// Inventory A.2 [R]: such a source "must set trust_url_tenant: true". It is a warning here, not a
-			// refusal, until the edge consults trust_url_tenant when it takes a tenant from the URL.
-			w = append(w, "sources."+id+": a shared (tenant default) source with no verifier under http.routing tenant_path writes into whichever tenant the URL names; set trust_url_tenant: true to accept that, or give it a verifier")
+		if s.Tenant == defaultTenant && (s.Verify.Type == "" || s.Verify.Type == "none") && s.TrustURLTenant {
+			// Inventory A.2 [R]: "boot warns about every shared unverified source"; one without
+			// trust_url_tenant is refused by validateRouting instead.
+			w = append(w, "sources."+id+": a shared (tenant default) source with no verifier under http.routing tenant_path writes into whichever tenant the URL names (trust_url_tenant: true)")
 		}
 	}
 	return w

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/ankusa-go/ankusa/verify"
 )
+
+// edPub is a valid Ed25519 public key (base64), for specs that need one.
+const edPub = "11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo="
 
 // src wraps source keys into a one-source document with a valid sink.
 func src(keys string) string {
@@ -43,6 +47,14 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{src("verify: {type: hmac, secret: s, signature_header: X-Sig, timestamp_header: X-Ts}"), "sources.gh.verify.timestamp_header", "the timestamp is not signed"},
 		{src("verify: {type: hmac, secret: s, signature_header: X-Sig, parse: csv_pairs, sig_key: v1, timestamp_field: t, signed: '{body}'}"), "sources.gh.verify.timestamp_field", "the timestamp is not signed"},
 		{src("verify_failure_bytes: {rate: 1000}"), "sources.gh.verify_failure_bytes.burst", "required"},
+		// The tenants a URL may name for a shared source.
+		{"http: {max_url_tenants: 0}", "http.max_url_tenants", "must be > 0, got 0"},
+		{src("url_tenants: [acme, 'a b']"), "sources.gh.url_tenants[1]", "must be a tenant id"},
+		{src("tenant: acme\nurl_tenants: [beta]"), "sources.gh.url_tenants", "only for a shared source"},
+		{src("verify: {type: github, secret: s}\nurl_tenants: [acme]\ntenant_secrets: {acme: s1}"), "sources.gh.url_tenants", "not both"},
+		{src("tenant_secrets: {acme: s1}"), "sources.gh.tenant_secrets", "only for a source that verifies a signature"},
+		{src("verify: {type: github, secret: s}\ntenant_secrets: {acme: [s1, '']}"), "sources.gh.tenant_secrets.acme[1]", "must not be empty"},
+		{src("verify: {type: ed25519, public_key: " + edPub + "}\ntenant_secrets: {acme: not-a-key}"), "sources.gh.tenant_secrets.acme", "Ed25519 public key"},
 		// on_verify_failure
 		{src("on_verify_failure: drop"), "sources.gh.on_verify_failure", `must be one of reject|quarantine|accept_flag, got "drop"`},
 		// dedupe
@@ -275,13 +287,22 @@ rate_limits:
 }
 
 // Inventory A.2 [R]: "With tenant_path, a shared default source whose verify type is none must set
-// trust_url_tenant: true".
-func TestSharedUnverifiedSourceUnderTenantPathIsWarned(t *testing.T) {
+// trust_url_tenant: true; boot warns about every shared unverified source". Boot refuses one that does not
+// set it (exit 78, with its key path) and warns about those that do.
+func TestSharedUnverifiedSourceUnderTenantPathMustTrustTheURL(t *testing.T) {
 	yml := "http: {routing: tenant_path}\nsources:\n  open: {sinks: [{type: log}]}\n  trusted: {sinks: [{type: log}], trust_url_tenant: true}\n" +
 		"  signed: {sinks: [{type: log}], verify: {type: github, secret: s}}\n  owned: {tenant: acme, sinks: [{type: log}]}\n"
-	w := mustParse(t, yml, nil).TrustWarnings()
-	if len(w) != 1 || !strings.HasPrefix(w[0], "sources.open:") {
-		t.Fatalf("warnings %v, want one for sources.open", w)
+	_, err := Parse([]byte(yml), envOf(nil))
+	ps := problemsOf(t, err)
+	if len(ps) != 1 || ps[0].Path != "sources.open.trust_url_tenant" || !strings.Contains(ps[0].Msg, "must be true") {
+		t.Fatalf("problems %v, want one at sources.open.trust_url_tenant", ps)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("error %v is not ErrInvalid (exit 78)", err)
+	}
+	w := mustParse(t, strings.Replace(yml, "  open: {sinks: [{type: log}]}\n", "", 1), nil).TrustWarnings()
+	if len(w) != 1 || !strings.HasPrefix(w[0], "sources.trusted:") {
+		t.Fatalf("warnings %v, want one for sources.trusted", w)
 	}
 	if w := mustParse(t, strings.Replace(yml, "tenant_path", "path", 1), nil).TrustWarnings(); len(w) != 0 {
 		t.Fatalf("warnings under path routing: %v", w)

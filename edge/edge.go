@@ -39,6 +39,8 @@ type Settings struct {
 	TLS            config.TLS
 	RateLimits     config.RateLimits
 	Quarantine     config.Quarantine
+	// URLTenants bounds the tenants tenant_path URLs mint for shared sources (route.go).
+	URLTenants URLTenantSettings
 	// Archive asks each commit for an archive obligation. It is set only once a
 	// compactor runs to clear them: an obligation nothing clears would keep every hook
 	// forever.
@@ -68,6 +70,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 		TLS:            cfg.HTTP.TLS,
 		RateLimits:     cfg.RateLimits,
 		Quarantine:     cfg.Quarantine,
+		URLTenants:     urlTenantSettingsFrom(cfg),
 		// The storage role's compactor is not part of this build yet, so no commit writes
 		// an archive obligation.
 		Archive: false,
@@ -127,6 +130,7 @@ type Edge struct {
 	limits   *limits
 	pen      pen
 	db       func() *store.DB // the open store, for the dedupe fast path
+	tenants  *urlTenantGate   // the tenants tenant_path URLs minted (route.go)
 
 	batchers []*actor.PID
 	parts    []partition
@@ -145,8 +149,9 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 		set: set, log: tel.Log.With().Str("component", "edge").Logger(), tel: tel,
 		resolver: resolver, sources: sources, health: health, system: system,
 		parts: make([]partition, set.Partitions), seed: maphash.MakeSeed(),
-		limits: newLimits(set.RateLimits, set.Quarantine),
-		db:     func() *store.DB { return nil },
+		limits:  newLimits(set.RateLimits, set.Quarantine),
+		db:      func() *store.DB { return nil },
+		tenants: newURLTenantGate(set.URLTenants),
 	}
 	for i := range set.Partitions {
 		e.batchers = append(e.batchers, actor.NewPID(system.Address(), BatcherName(set.Instance, i)))

@@ -128,14 +128,8 @@ func (e *Edge) resolveSource(rq *request) error {
 	}
 	rq.src, rq.tenant = src, src.Tenant
 	if route.Tenant != nil {
-		// The URL's tenant is authoritative; a source owned by another tenant does not
-		// exist for it, and a shared source takes the URL's tenant.
-		switch {
-		case src.Tenant == string(route.Tenant):
-		case src.Tenant == DefaultTenant:
-			rq.tenant = string(route.Tenant)
-		default:
-			return ErrUnknownSource
+		if rq.tenant, err = e.urlTenant(src, route.Tenant); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -188,7 +182,7 @@ func (e *Edge) verifyTrust(rq *request) (ending, error) {
 			vreq.PeerCert = st.PeerCertificates[0]
 		}
 	}
-	vres := trust.Verify(&vreq)
+	vres := trust.Verify(rq.tenant, &vreq)
 	if vres.WeakHash {
 		e.tel.WeakHash(src.ID, vres.Scheme)
 	}

@@ -201,7 +201,13 @@ func TestRouteResolution(t *testing.T) {
 		postBody(t, inst, "/webhooks/sample", []byte("{}")).expect(t, 201, "")
 	})
 	t.Run("tenant_path", func(t *testing.T) {
-		inst := start(t, func(c *config.Config) { c.HTTP.Routing = "tenant_path" }, nil)
+		inst := start(t, func(c *config.Config) {
+			c.HTTP.Routing = "tenant_path"
+			// A shared source that verifies nothing takes the URL's tenant only knowingly.
+			src := c.Sources["sample"]
+			src.TrustURLTenant = true
+			c.Sources["sample"] = src
+		}, nil)
 		postBody(t, inst, "/webhooks/acme/acme-gh", []byte("{}")).expect(t, 201, "")
 		postBody(t, inst, "/webhooks/other/acme-gh", []byte("{}")).expect(t, 404, "unknown_source")
 		postBody(t, inst, "/webhooks/globex/sample", []byte("{}")).expect(t, 201, "")

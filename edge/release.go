@@ -49,7 +49,7 @@ func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error
 			return nil
 		}
 		vreq := verify.Request{Body: h.Body, Header: header, Now: time.UnixMilli(h.ReceivedAt)}
-		if res := src.Trust.Verifier.Verify(&vreq); res.Status == verify.StatusFailed {
+		if res := src.Trust.VerifierFor(h.Tenant).Verify(&vreq); res.Status == verify.StatusFailed {
 			rep.Held++
 			continue
 		}

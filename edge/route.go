@@ -1,6 +1,12 @@
 package edge
 
-import "bytes"
+import (
+	"bytes"
+	"sync"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
+)
 
 // Route is what a URL resolves to. Both fields are views into the request path and
 // valid only while the request is being handled. Tenant is empty when the URL names
@@ -85,4 +91,92 @@ func validID(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// URLTenantSettings bound the tenants tenant_path URLs may mint for shared sources that have no
+// allow-list.
+type URLTenantSettings struct {
+	// Max is http.max_url_tenants: the tenants the URLs may add, beyond Known and the store's.
+	Max int
+	// Known are the tenants the config names (sources, rate limits, dispatch windows, allow-lists):
+	// always served, never counted.
+	Known []string
+}
+
+func urlTenantSettingsFrom(cfg *config.Config) URLTenantSettings {
+	set := URLTenantSettings{Max: cfg.HTTP.MaxURLTenants}
+	for _, s := range cfg.Sources {
+		set.Known = append(set.Known, s.Tenant)
+		set.Known = append(set.Known, s.URLTenants...)
+		for t := range s.TenantSecrets {
+			set.Known = append(set.Known, t)
+		}
+	}
+	for t := range cfg.RateLimits.Tenants {
+		set.Known = append(set.Known, t)
+	}
+	for t := range cfg.Dispatch.Tenants {
+		set.Known = append(set.Known, t)
+	}
+	return set
+}
+
+// urlTenantGate remembers the tenants tenant_path URLs named for shared sources without an allow-list,
+// and refuses a new one past the cap: each tenant costs a store ordinal, rate buckets and a fairness
+// share, so a caller rotating names must not mint them without bound. Tenants the config names and
+// tenants already in the store pass without counting. The count lives as long as the process: a restart
+// starts it again (what was minted is then in the store), which is why an allow-list is the bound to
+// prefer on an internet-facing node.
+type urlTenantGate struct {
+	max int
+
+	mu      sync.RWMutex
+	tenants map[string]string // every tenant served, mapped to itself so a lookup allocates nothing
+	minted  int               // tenants added by URLs, not from the config or the store
+	warned  bool
+}
+
+func newURLTenantGate(set URLTenantSettings) *urlTenantGate {
+	g := &urlTenantGate{max: set.Max, tenants: make(map[string]string, len(set.Known))}
+	for _, t := range set.Known {
+		g.tenants[t] = t
+	}
+	return g
+}
+
+// admit returns the tenant named t, minting it when the cap allows; ok is false past the cap. The store
+// (nil while closed) is asked only about a tenant not seen yet. full is true the first time the cap
+// refuses a tenant.
+func (g *urlTenantGate) admit(t []byte, db *store.DB) (name string, ok, full bool) {
+	g.mu.RLock()
+	name, ok = g.tenants[string(t)]
+	g.mu.RUnlock()
+	if ok {
+		return name, true, false
+	}
+	name = string(t)
+	known := storeKnows(db, name)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if n, ok := g.tenants[name]; ok {
+		return n, true, false
+	}
+	if !known {
+		if g.minted >= g.max {
+			full, g.warned = !g.warned, true
+			return "", false, full
+		}
+		g.minted++
+	}
+	g.tenants[name] = name
+	return name, true, false
+}
+
+// storeKnows reports whether the open store has committed a hook of tenant.
+func storeKnows(db *store.DB, tenant string) bool {
+	if db == nil {
+		return false
+	}
+	_, ok := db.TenantOrdinal(tenant)
+	return ok
 }

@@ -60,3 +60,35 @@ func (s *StaticSources) Lookup(id []byte) (*Source, error) {
 	}
 	return nil, ErrUnknownSource
 }
+
+// urlTenant returns the tenant a request for src belongs to when a tenant_path URL names tenant t. The
+// URL's tenant is authoritative: a source owned by another tenant does not exist for it (404
+// unknown_source). A shared source takes the URL's tenant when it may: one that verifies nothing only
+// with trust_url_tenant, one with an allow-list only for a listed tenant, any other only while the node's
+// http.max_url_tenants cap allows a new tenant.
+func (e *Edge) urlTenant(src *Source, t []byte) (string, error) {
+	if src.Tenant == string(t) {
+		return src.Tenant, nil
+	}
+	tr := src.Trust
+	switch {
+	case src.Tenant != DefaultTenant:
+		return "", ErrUnknownSource
+	case !tr.verifies && !tr.TrustURLTenant:
+		return "", ErrUnknownSource
+	case tr.urlTenants != nil:
+		if name, ok := tr.urlTenants[string(t)]; ok {
+			return name, nil
+		}
+		return "", ErrUnknownSource
+	}
+	name, ok, full := e.tenants.admit(t, e.db())
+	if full {
+		e.log.Warn().Int("http.max_url_tenants", e.tenants.max).
+			Msg("tenant_path URLs reached http.max_url_tenants: a URL naming a new tenant of a shared source is answered 404 unknown_source")
+	}
+	if !ok {
+		return "", ErrUnknownSource
+	}
+	return name, nil
+}

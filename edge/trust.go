@@ -34,6 +34,14 @@ type Trust struct {
 	PeerCert bool
 
 	budget *verifyBudget // sources.<id>.verify_failure_bytes; nil for a source that verifies nothing
+	// verifies is false for type none: such a shared source takes a URL's tenant only with
+	// TrustURLTenant.
+	verifies bool
+	// urlTenants is a shared source's allow-list (url_tenants, or tenant_secrets' tenants), each
+	// tenant mapped to itself so that naming one allocates nothing; nil = no allow-list.
+	urlTenants map[string]string
+	// tenantVerifiers holds the verifiers of tenant_secrets, by URL tenant; nil = Verifier for all.
+	tenantVerifiers map[string]verify.Verifier
 }
 
 // NewTrust builds a source's trust bundle. Errors wrap ErrBadTrust, or the verifier's *verify.SpecError
@@ -50,6 +58,21 @@ func NewTrust(src config.Source) (*Trust, error) {
 		Headers:        NewHeaderPolicy(src.StoreHeaders, src.Verify.CredentialHeaders()),
 		TrustURLTenant: src.TrustURLTenant,
 		PeerCert:       src.Verify.Type == "client_cert",
+	}
+	t.verifies = src.Verify.Type != "" && src.Verify.Type != "none"
+	for _, name := range src.URLTenants {
+		t.allowURLTenant(name)
+	}
+	for name, keys := range src.TenantSecrets {
+		tv, err := verify.New(src.Verify.ForKeys(keys))
+		if err != nil {
+			return nil, fmt.Errorf("edge: cannot build the verifier of tenant %s: %w", name, err)
+		}
+		if t.tenantVerifiers == nil {
+			t.tenantVerifiers = make(map[string]verify.Verifier, len(src.TenantSecrets))
+		}
+		t.tenantVerifiers[name] = tv
+		t.allowURLTenant(name)
 	}
 	switch t.OnFailure {
 	case "":
@@ -71,6 +94,32 @@ func NewTrust(src config.Source) (*Trust, error) {
 	return t, nil
 }
 
+func (t *Trust) allowURLTenant(name string) {
+	if t.urlTenants == nil {
+		t.urlTenants = map[string]string{}
+	}
+	t.urlTenants[name] = name
+}
+
+// VerifierFor is the verifier of a hook of tenant: the tenant's own (tenant_secrets) or the source's.
+// A tenant_secrets source has no verifier for a tenant it does not list: such a hook fails closed.
+func (t *Trust) VerifierFor(tenant string) verify.Verifier {
+	if t.tenantVerifiers == nil {
+		return t.Verifier
+	}
+	if v, ok := t.tenantVerifiers[tenant]; ok {
+		return v
+	}
+	return failClosed{}
+}
+
+// failClosed verifies nothing: the answer for a tenant a tenant_secrets source holds no key for.
+type failClosed struct{}
+
+func (failClosed) Verify(*verify.Request) verify.Result {
+	return verify.Result{Status: verify.StatusFailed, Provider: "none", Scheme: "none", Reason: verify.ErrBadSecret}
+}
+
 // AdmitVerification refuses a request before its body is read while the source's failed verifications
 // are over their budget (429 verify_rate_limited, Retry-After when the debt is repaid). The check is one
 // atomic load.
@@ -84,10 +133,11 @@ func (t *Trust) AdmitVerification(now time.Time) *RefusedError {
 	return nil
 }
 
-// Verify runs the source's verifier on an incoming request and charges what a failure hashed to the
-// source's verification budget. A success is never charged: the tenant's quotas govern accepted hooks.
-func (t *Trust) Verify(r *verify.Request) verify.Result {
-	res := t.Verifier.Verify(r)
+// Verify runs the verifier of a hook of tenant on an incoming request and charges what a failure hashed
+// to the source's verification budget. A success is never charged: the tenant's quotas govern accepted
+// hooks.
+func (t *Trust) Verify(tenant string, r *verify.Request) verify.Result {
+	res := t.VerifierFor(tenant).Verify(r)
 	if res.Status == verify.StatusFailed && res.HashedBytes > 0 && t.budget != nil {
 		t.budget.charge(r.Now, res.HashedBytes)
 	}

@@ -142,6 +142,17 @@ func New(s Spec) (Verifier, error) {
 	return v, nil
 }
 
+// ForKeys returns the spec with its keys replaced by keys: the public keys of an ed25519 spec, the secret
+// of any other. A shared source's per-tenant secrets are built with it.
+func (s Spec) ForKeys(keys Secrets) Spec {
+	if s.Type == "ed25519" {
+		s.PublicKey = keys
+	} else {
+		s.Secret = keys
+	}
+	return s
+}
+
 // CredentialHeaders lists the lowercased headers a token verifier reads its credential from: the edge
 // drops them from what it stores, whatever the store_headers policy. Other types read no credential header.
 func (s Spec) CredentialHeaders() []string {
