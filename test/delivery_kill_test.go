@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/test/load"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // deliveryLog is an HTTP sink destination that records what it was given.
@@ -77,7 +78,7 @@ func TestEveryAckedHookDeliveredAfterKill9(t *testing.T) {
 	}()
 	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
 	// Kill once hooks are being acked and delivered at the same time.
-	checkFor(t, 90*time.Second, 5*time.Millisecond, func() error {
+	poll.Eventually(t, 90*time.Second, func() error {
 		if delivered, _ := dest.snapshot(); ackedCount() < 3000 || delivered < 500 {
 			return errNotYet
 		}
@@ -94,7 +95,7 @@ func TestEveryAckedHookDeliveredAfterKill9(t *testing.T) {
 	mu.Lock()
 	want := len(acked)
 	mu.Unlock()
-	checkFor(t, 120*time.Second, 50*time.Millisecond, func() error {
+	poll.Eventually(t, 120*time.Second, func() error {
 		dest.mu.Lock()
 		defer dest.mu.Unlock()
 		missing := 0

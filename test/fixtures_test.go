@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // binary is the ankusa binary built once for the package's tests.
@@ -37,6 +39,10 @@ func TestMain(m *testing.M) {
 }
 
 // freePort asks the kernel for a free loopback port.
+// testClient bounds every request a test makes: a node that leaves a request hanging
+// fails the test instead of hanging it.
+var testClient = &http.Client{Timeout: 30 * time.Second}
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -45,20 +51,6 @@ func freePort(t testing.TB) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// checkFor polls fn every `every` until it returns nil or total passes.
-func checkFor(t testing.TB, total, every time.Duration, fn func() error) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = fn(); err == nil {
-			return
-		}
-		time.Sleep(every)
-	}
-	t.Fatalf("condition not met after %v: %v", total, err)
 }
 
 // node is the ankusa binary running as a child process.
@@ -125,13 +117,13 @@ func startNodeRoles(t testing.TB, name, dataDir, roles, sources string) *node {
 	}
 	go func() { _ = n.cmd.Wait(); _ = logf.Close(); close(n.exited) }()
 	t.Cleanup(func() { n.kill() })
-	checkFor(t, 60*time.Second, 50*time.Millisecond, func() error {
+	poll.Eventually(t, 60*time.Second, func() error {
 		select {
 		case <-n.exited:
 			t.Fatalf("node exited during start; log:\n%s", n.log())
 		default:
 		}
-		resp, err := http.Get(n.url("/ready"))
+		resp, err := testClient.Get(n.url("/ready"))
 		if err != nil {
 			return err
 		}
@@ -184,7 +176,7 @@ func post(ctx context.Context, url string, body []byte) (int, []byte, error) {
 		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testClient.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // startInstance runs one instance in this process, ingest only unless mutate asks for
@@ -152,7 +153,7 @@ func TestNoAckBeforeSync(t *testing.T) {
 
 	const n = 50
 	answers := postAll(ingestURL(inst, "/webhooks/sample"), n, func(i int) []byte { return fmt.Appendf(nil, `{"held":%d}`, i) })
-	checkFor(t, 10*time.Second, 5*time.Millisecond, func() error {
+	poll.Eventually(t, 10*time.Second, func() error {
 		if hold.entered.Load() == 0 {
 			return errNotYet
 		}
@@ -200,7 +201,7 @@ func TestDeadlineNeverAcksLater(t *testing.T) {
 	url := ingestURL(inst, "/webhooks/sample")
 
 	first := postAll(url, 1, func(int) []byte { return []byte(`{"first":true}`) })
-	checkFor(t, 10*time.Second, 2*time.Millisecond, func() error {
+	poll.Eventually(t, 10*time.Second, func() error {
 		if hold.entered.Load() == 0 {
 			return errNotYet
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/load"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // TestKill9LosesNoAckedHook proves the one rule across a crash (seed: "Never return 2xx
@@ -50,7 +51,7 @@ func TestKill9LosesNoAckedHook(t *testing.T) {
 	}()
 	// Kill in the middle of the load: once at least 2,000 hooks were acked and many
 	// more are in flight on 256 connections.
-	checkFor(t, 90*time.Second, 5*time.Millisecond, func() error {
+	poll.Eventually(t, 90*time.Second, func() error {
 		if count() < 2000 {
 			return errNotYet
 		}

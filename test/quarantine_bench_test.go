@@ -28,7 +28,7 @@ func flood(ctx context.Context, addr string, sources int, rate float64) (map[int
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &fasthttp.HostClient{Addr: addr, MaxConns: 1}
+			c := &fasthttp.HostClient{Addr: addr, MaxConns: 1, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second}
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // binary is the loadgen built once for the tests that run it as a process.
@@ -201,7 +203,7 @@ func TestOutLinesSurviveAKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	waitFor(t, 20*time.Second, func() bool {
+	poll.True(t, 20*time.Second, "100 lines in the out file", func() bool {
 		info, err := os.Stat(out)
 		return err == nil && info.Size() >= 100*(36+1+64+1)
 	})
@@ -219,17 +221,5 @@ func TestOutLinesSurviveAKill(t *testing.T) {
 		if tg.acked[id] != sum {
 			t.Fatalf("line for %s (%s) was not acknowledged with that body", id, sum)
 		}
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, total time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", total)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

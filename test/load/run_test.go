@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/valyala/fasthttp"
 )
 
@@ -278,7 +279,7 @@ func TestCancelStopsEarlyAndReturnsTheReport(t *testing.T) {
 		rep, err = Run(ctx, Options{URL: srv.URL, Workers: 4, Duration: time.Hour,
 			OnAccepted: func(string, []byte) { acked.Add(1) }})
 	}()
-	waitFor(t, 10*time.Second, func() bool { return acked.Load() >= 100 })
+	poll.True(t, 10*time.Second, "100 hooks acked", func() bool { return acked.Load() >= 100 })
 	cancel()
 	select {
 	case <-done:
@@ -321,7 +322,7 @@ func TestDriverSurvivesTargetRestart(t *testing.T) {
 				}
 			}})
 	}()
-	waitFor(t, 10*time.Second, func() bool { return fromFirst.Load() >= 50 })
+	poll.True(t, 10*time.Second, "50 acks from the first target", func() bool { return fromFirst.Load() >= 50 })
 	first.CloseClientConnections()
 	first.Close()
 
@@ -335,7 +336,7 @@ func TestDriverSurvivesTargetRestart(t *testing.T) {
 	second.Listener = ln
 	second.Start()
 	defer second.Close()
-	waitFor(t, 20*time.Second, func() bool { return fromSecond.Load() >= 50 })
+	poll.True(t, 20*time.Second, "50 acks from the restarted target", func() bool { return fromSecond.Load() >= 50 })
 	cancel()
 	<-done
 	if rep.Errors == 0 {
@@ -395,17 +396,5 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 	t.Logf("%.3f allocations per request (driver and target)", allocs)
 	if allocs > 1 {
 		t.Fatalf("%.2f allocations per request, want at most 1", allocs)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, total time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(total)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", total)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

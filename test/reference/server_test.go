@@ -25,7 +25,7 @@ type ack struct {
 // post sends n bodies from workers goroutines and returns id → body for every 201.
 func post(t *testing.T, url string, workers, n int, tag string) map[string]string {
 	t.Helper()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	defer client.CloseIdleConnections()
 	var mu sync.Mutex
 	acked := map[string]string{}
@@ -185,7 +185,7 @@ func TestOtherRequestsAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := &http.Client{}
+	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	resp, err := client.Get(s.URL())
 	if err != nil {
@@ -216,7 +216,7 @@ func TestCloseTwiceAndRefuseAfterClose(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	client := &http.Client{}
+	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	if resp, err := client.Post(s.URL(), "application/json", bytes.NewBufferString("{}")); err == nil {
 		_ = resp.Body.Close()
@@ -263,7 +263,7 @@ func TestNoAckBeforeTheSyncedWriteReturns(t *testing.T) {
 	}
 	defer func() { _ = s.Close() }()
 	defer close(stop)
-	client := &http.Client{}
+	client := &http.Client{Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
 	postOnce := func() <-chan int {
 		status := make(chan int, 1)
