@@ -78,7 +78,7 @@ func (e *Edge) preRead(ctx *fasthttp.RequestCtx, src *Source, tenant string, now
 	if lim := limitOf(l.cfg.IP); !lim.Unlimited() {
 		var key []byte
 		if a, ok := ctx.RemoteAddr().(*net.TCPAddr); ok {
-			key = a.IP
+			key = IPKey(a.IP)
 		}
 		if ok, wait := l.ip.TakeBytes(key, now, lim, 1); !ok {
 			return refuse429("ip_rate_limited", wait)
@@ -97,6 +97,20 @@ func (e *Edge) preRead(ctx *fasthttp.RequestCtx, src *Source, tenant string, now
 	}
 	if tl, ok := l.cfg.Tenants[tenant]; ok && tl.MaxBodyBytes > 0 && cl > tl.MaxBodyBytes {
 		return refuseTooLarge(tl.MaxBodyBytes)
+	}
+	return nil
+}
+
+// chargeRead charges the body bytes read to the source's rate_limits.source_bytes when
+// preRead could not (no Content-Length: a chunked body), so every body read is charged
+// once. The body was read already; a refusal keeps the next one out.
+func (e *Edge) chargeRead(ctx *fasthttp.RequestCtx, src *Source, n int, now time.Time) *RefusedError {
+	lim := limitOf(e.limits.cfg.SourceBytes)
+	if lim.Unlimited() || n == 0 || ctx.Request.Header.ContentLength() > 0 {
+		return nil
+	}
+	if ok, wait := e.limits.sourceBytes.Take(src.ID, now, lim, float64(n)); !ok {
+		return refuse429("source_rate_limited", wait)
 	}
 	return nil
 }

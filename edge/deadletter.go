@@ -27,9 +27,8 @@ func AnswerDeadLetter(root *actor.RootContext, msg any) bool {
 			root.Send(m.ReplyTo, &store.BatchDone{Partition: m.Partition, Records: len(m.Records)})
 		}
 	case *penWrite:
-		select {
-		case m.done <- store.ErrWriterStopped:
-		default:
+		if m.withdraw() {
+			m.done <- store.ErrWriterStopped
 		}
 	default:
 		return false

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,67 +13,164 @@ import (
 )
 
 // The quarantine pen holds hooks that failed verification on a source whose
-// on_verify_failure is quarantine. It is bounded three times, all checked in the request's
+// on_verify_failure is quarantine. It is bounded four times, all checked in the request's
 // own goroutine so a forged flood never queues another source's hook behind it: the
-// source's bucket (429 quarantine_rate_limited), the pen's bytes (503 quarantine_full,
-// never evicting) and the writes waiting for the disk (503 overload). The writes are one
-// group commit per pen tick.
-
-// penTimeout bounds how long a request waits for its pen write.
-const penTimeout = 5 * time.Second
+// source's bucket (429 quarantine_rate_limited), the pen's bytes on the node, of the
+// source and of the source's tenant (503 quarantine_full, never evicting; the shares are
+// quarantine.source_share and tenant_share of max_bytes) and the writes waiting for the
+// disk (503 overload). The writes are one group commit per pen tick; the sweeper deletes
+// what nobody released after quarantine.retention_seconds.
+//
+// The bytes a request checks are the store's (exact: they follow every put, release,
+// purge and sweep, and survive a restart) plus the writes in flight, reserved here until
+// their group returns. A write answered 503 never lands: it is withdrawn before its group
+// starts, and a write whose group started is waited out, as the ingest writer does.
 
 // penWrite is one entry waiting for the pen's group commit.
 type penWrite struct {
 	entry store.QuarantineEntry
 	done  chan error
+	state atomic.Int32 // penQueued → penStarted (the writer took it) or penWithdrawn (its caller gave up)
 }
 
-// pen is the request-side state: reserved bytes and waiting writes.
+const (
+	penQueued int32 = iota
+	penStarted
+	penWithdrawn
+)
+
+// start marks w as taken into a group; false when its caller withdrew it.
+func (w *penWrite) start() bool { return w.state.CompareAndSwap(penQueued, penStarted) }
+
+// withdraw gives w up; false when its group already started (it may land: wait it out).
+func (w *penWrite) withdraw() bool { return w.state.CompareAndSwap(penQueued, penWithdrawn) }
+
+// pen is the request-side state: the bytes of the writes in flight and how many wait.
 type pen struct {
-	bytes   atomic.Int64 // held plus reserved, seeded from the store at start
-	waiting atomic.Int64
-	seeded  atomic.Bool
+	mu sync.Mutex
+	// inflight are the body bytes of the writes queued or being written, on the node and
+	// by source and tenant (entries removed at zero, so the maps hold only what is in
+	// flight: at most quarantine.max_pending of each).
+	inflight       int64
+	source, tenant map[string]int64
+	waiting        atomic.Int64
 }
 
-var errPenFull = errors.New("edge: quarantine pen full")
+// Scopes of a full pen, the label of ankusa_quota_refused_total.
+const (
+	quotaPenNode   = "quarantine_node"
+	quotaPenSource = "quarantine_source"
+	quotaPenTenant = "quarantine_tenant"
+)
 
-// quarantine writes one failed hook to the pen and reports the refusal, if any.
-func (e *Edge) quarantine(entry store.QuarantineEntry) *RefusedError {
+// reserve checks that entry fits the pen's node, source and tenant budgets with what is
+// held and in flight, and reserves its bytes; it returns the scope that is full, if any.
+func (e *Edge) reserve(db *store.DB, source, tenant string, size int64) (full string) {
+	q := e.set.Quarantine
+	held, bySource, byTenant := db.QuarantineUsage(source, tenant)
 	p := &e.pen
-	if !p.seeded.Load() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case held+p.inflight+size > q.MaxBytes:
+		return quotaPenNode
+	case bySource+p.source[source]+size > share(q.MaxBytes, q.SourceShare):
+		return quotaPenSource
+	case byTenant+p.tenant[tenant]+size > share(q.MaxBytes, q.TenantShare):
+		return quotaPenTenant
+	}
+	if p.source == nil {
+		p.source, p.tenant = map[string]int64{}, map[string]int64{}
+	}
+	p.inflight += size
+	p.source[source] += size
+	p.tenant[tenant] += size
+	return ""
+}
+
+// unreserve drops a reservation once its write returned (the store then counts it, if it
+// landed) or was withdrawn.
+func (e *Edge) unreserve(source, tenant string, size int64) {
+	p := &e.pen
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight -= size
+	for _, m := range [...]struct {
+		m   map[string]int64
+		key string
+	}{{p.source, source}, {p.tenant, tenant}} {
+		if n := m.m[m.key] - size; n > 0 {
+			m.m[m.key] = n
+		} else {
+			delete(m.m, m.key)
+		}
+	}
+}
+
+// share is a fraction of limit, at least one byte.
+func share(limit int64, frac float64) int64 {
+	return max(1, int64(float64(limit)*frac))
+}
+
+// quarantine writes one failed hook to the pen and reports the refusal, if any. Its
+// caller took a token of the source's pen bucket; a write the store could not make (or
+// that was withdrawn before it started) gives it back, as the design has it: a store that
+// cannot write "is a 503 that spends no token". A full pen or too many waiting writes
+// keep the token, so a flood against a full pen is still paced by the bucket.
+func (e *Edge) quarantine(entry store.QuarantineEntry) *RefusedError {
+	r := e.penWrite(entry)
+	if r == refuseStore {
+		e.limits.penBuckets.Refund(entry.Hook.Source, e.limits.quarantine, 1)
+	}
+	return r
+}
+
+func (e *Edge) penWrite(entry store.QuarantineEntry) *RefusedError {
+	db := e.db()
+	if db == nil {
 		return refuseStore
 	}
+	p := &e.pen
 	if p.waiting.Add(1) > int64(e.set.Quarantine.MaxPending) {
 		p.waiting.Add(-1)
 		return refuseOverload
 	}
 	defer p.waiting.Add(-1)
-	size := int64(len(entry.Hook.Body))
-	if max := e.set.Quarantine.MaxBytes; max > 0 && p.bytes.Add(size) > max {
-		p.bytes.Add(-size)
+	source, tenant, size := entry.Hook.Source, entry.Hook.Tenant, int64(len(entry.Hook.Body))
+	if full := e.reserve(db, source, tenant, size); full != "" {
+		e.tel.QuotaRefused(source, full)
 		return refuseQuarantineFull
-	} else if max <= 0 {
-		p.bytes.Add(size)
 	}
+	defer e.unreserve(source, tenant, size)
 	w := &penWrite{entry: entry, done: make(chan error, 1)}
 	e.system.Root.Send(actor.NewPID(e.system.Address(), PenName(e.set.Instance)), w)
-	t := time.NewTimer(penTimeout)
+	t := time.NewTimer(e.penTimeout())
 	defer t.Stop()
+	var err error
 	select {
-	case err := <-w.done:
-		if err != nil {
-			p.bytes.Add(-size)
-			if errors.Is(err, store.ErrQuarantineFull) {
-				return refuseQuarantineFull
-			}
-			return refuseStore
-		}
-		return nil
+	case err = <-w.done:
 	case <-t.C:
-		// The write may still land; the byte count then over-reserves until the next
-		// restart reseeds it, which errs on the side of refusing.
+		if w.withdraw() {
+			return refuseStore // never started, so it never lands
+		}
+		err = <-w.done // started: it may land, so its outcome is the answer
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrQuarantineFull):
+		return refuseQuarantineFull
+	default:
 		return refuseStore
 	}
+}
+
+// penTimeout is quarantine.write_timeout_ms: how long a write may wait to start.
+func (e *Edge) penTimeout() time.Duration {
+	if ms := e.set.Quarantine.WriteTimeoutMS; ms > 0 {
+		return time.Duration(ms) * time.Millisecond
+	}
+	return 5 * time.Second
 }
 
 // PenName is the full name of the pen writer actor.
@@ -106,12 +204,6 @@ func (w *penWriter) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.tasks = &task.Group{}
-		// The pen's byte count survives a restart: seed the reservations from the store.
-		if db := w.e.db(); db != nil {
-			bytes, _ := db.QuarantineStats()
-			w.e.pen.bytes.Store(bytes)
-			w.e.pen.seeded.Store(true)
-		}
 	case *penWrite:
 		w.buf = append(w.buf, m)
 		if !w.flushing && !w.inflight {
@@ -126,12 +218,13 @@ func (w *penWriter) Receive(ctx actor.Context) {
 		w.commit(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		for _, pw := range w.buf {
-			pw.done <- ErrBatcherStopped
+			if pw.withdraw() {
+				pw.done <- ErrBatcherStopped
+			}
 		}
 		w.buf = nil
 		// The task in flight answers its own group. Waiting for it means the store is never
-		// closed under a pen write, and a restarted writer seeds its byte count from the
-		// store only once that write landed or failed.
+		// closed under a pen write, and no answer of the group is left undecided.
 		if w.tasks != nil {
 			w.tasks.Stop()
 			w.tasks = nil
@@ -143,8 +236,18 @@ func (w *penWriter) commit(ctx actor.Context) {
 	if w.inflight || len(w.buf) == 0 {
 		return
 	}
-	group := w.buf
+	// A write its caller withdrew (answered 503 already) is dropped here, before the
+	// group starts: an answer and the pen never disagree.
+	var group []*penWrite
+	for _, pw := range w.buf {
+		if pw.start() {
+			group = append(group, pw)
+		}
+	}
 	w.buf = nil
+	if len(group) == 0 {
+		return
+	}
 	w.inflight = true
 	self, root, e := ctx.Self(), ctx.ActorSystem().Root, w.e
 	started := w.tasks.Go(func(<-chan struct{}) {

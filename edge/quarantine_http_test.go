@@ -22,6 +22,7 @@ func TestQuarantinePen(t *testing.T) {
 		c.Sources["pen"] = penSource("old-secret")
 		c.Quarantine.Burst, c.Quarantine.Rate = 3, 0.001
 		c.Quarantine.MaxBytes = 250
+		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 1, 1 // the node's cap alone
 	}, nil)
 	body := []byte(strings.Repeat("q", 100))
 	for range 2 {

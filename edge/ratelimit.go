@@ -3,6 +3,7 @@ package edge
 import (
 	"hash/maphash"
 	"math"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +66,15 @@ func (b *Bucket) Take(now time.Time, l Limit, n float64) (ok bool, retryAfter ti
 			return true, 0
 		}
 	}
+}
+
+// Refund gives back n units taken under l by a take whose purpose failed (nothing was
+// kept for it): the TAT moves back by their cost, exactly undoing that take's charge.
+func (b *Bucket) Refund(l Limit, n float64) {
+	if l.Unlimited() {
+		return
+	}
+	b.tat.Add(-nanos(n * 1e9 / l.Rate))
 }
 
 // full reports whether the bucket has refilled completely by now, so that dropping it loses nothing:
@@ -161,6 +171,20 @@ func (l *Limiter) TakeBytes(key []byte, now time.Time, lim Limit, n float64) (bo
 	return l.takeNew(s, string(key), now, lim, n)
 }
 
+// Refund gives back n units of key's bucket (see Bucket.Refund). A key no longer held
+// refilled completely, so it is owed nothing.
+func (l *Limiter) Refund(key string, lim Limit, n float64) {
+	if lim.Unlimited() {
+		return
+	}
+	s := &l.shards[maphash.String(l.seed, key)&(limiterShards-1)]
+	s.mu.RLock()
+	if b, found := s.m[key]; found {
+		b.Refund(lim, n)
+	}
+	s.mu.RUnlock()
+}
+
 // takeNew adds key to its shard (write-locked) and takes from its new bucket.
 func (l *Limiter) takeNew(s *limiterShard, key string, now time.Time, lim Limit, n float64) (bool, time.Duration) {
 	s.mu.Lock()
@@ -250,3 +274,17 @@ func (l *Limiter) Reset(key string) {
 
 // Len is the number of keys held (a gauge for telemetry).
 func (l *Limiter) Len() int { return int(l.keys.Load()) }
+
+// IPKey is the rate-limit key of a client address: an IPv4 address (or an IPv4-mapped
+// IPv6 one) is its own key, an IPv6 address is keyed by its /64, the smallest block a
+// site is routed and the least one host can be expected to hold. Keys of the two families
+// differ in length, so they never collide. It returns a slice of ip: no allocation.
+func IPKey(ip net.IP) []byte {
+	if v4 := ip.To4(); v4 != nil {
+		return v4
+	}
+	if len(ip) == net.IPv6len {
+		return ip[:8]
+	}
+	return ip
+}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -301,5 +302,55 @@ func BenchmarkLimiterTake(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// Issue: "IPv6 rate-limit keys per address instead of per /64". A host given a /64 can use 2^64 addresses, so
+// every address of one /64 is one key; IPv4 stays per address, and the families never share a key.
+func TestIPKeyIsTheAddressForIPv4AndThe64ForIPv6(t *testing.T) {
+	key := func(s string) string { return string(IPKey(net.ParseIP(s))) }
+	if key("2001:db8:1:2::1") != key("2001:db8:1:2:ffff:ffff:ffff:ffff") {
+		t.Fatal("two addresses of one /64 have different keys")
+	}
+	if key("2001:db8:1:2::1") == key("2001:db8:1:3::1") {
+		t.Fatal("two /64s share a key")
+	}
+	if key("192.0.2.1") == key("192.0.2.2") {
+		t.Fatal("two IPv4 addresses share a key")
+	}
+	if key("192.0.2.1") != key("::ffff:192.0.2.1") || len(key("192.0.2.1")) != 4 {
+		t.Fatal("an IPv4-mapped address is not keyed as its IPv4 address")
+	}
+	if k := key("2001:db8::1"); len(k) != 8 {
+		t.Fatalf("IPv6 key of %d bytes, want the 8 of a /64", len(k))
+	}
+	ip := net.ParseIP("2001:db8::1")
+	if n := testing.AllocsPerRun(100, func() { _ = IPKey(ip) }); n != 0 {
+		t.Fatalf("IPKey allocates %v times", n)
+	}
+}
+
+// A refund undoes exactly one take: the bucket grants it again, and no more than that.
+func TestRefundGivesBackOneTake(t *testing.T) {
+	l := NewLimiter(8)
+	lim := Limit{Rate: 1, Burst: 2}
+	for range 2 {
+		if ok, _ := l.Take("pen", t0, lim, 1); !ok {
+			t.Fatal("burst refused")
+		}
+	}
+	if ok, _ := l.Take("pen", t0, lim, 1); ok {
+		t.Fatal("granted past the burst")
+	}
+	l.Refund("pen", lim, 1)
+	if ok, _ := l.Take("pen", t0, lim, 1); !ok {
+		t.Fatal("the refunded token was not granted")
+	}
+	if ok, _ := l.Take("pen", t0, lim, 1); ok {
+		t.Fatal("a refund gave back more than one take")
+	}
+	l.Refund("unknown", lim, 1) // a key not held is owed nothing and is not created
+	if n := l.Len(); n != 1 {
+		t.Fatalf("limiter holds %d keys, want 1", n)
 	}
 }

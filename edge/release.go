@@ -67,11 +67,9 @@ func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error
 		}
 		switch out.Status {
 		case store.OutcomeDuplicate:
-			rep.Duplicates++
-			e.pen.bytes.Add(-int64(s.Size))
+			rep.Duplicates++ // the store's pen usage dropped with the entry, in the same batch
 		case store.OutcomeCommitted:
 			rep.Released++
-			e.pen.bytes.Add(-int64(s.Size))
 		default:
 			rep.Held++ // refused (dedupe quota): stays in the pen
 		}

@@ -7,6 +7,7 @@ type TrustMetrics struct {
 	VerifyFailures *prometheus.CounterVec // source_id, provider, scheme
 	WeakHash       *prometheus.CounterVec // source_id, scheme
 	RateLimited    *prometheus.CounterVec // tenant_id (configured tenants only)
+	QuotaRefused   *prometheus.CounterVec // source_id, quota
 }
 
 func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetrics {
@@ -20,7 +21,11 @@ func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetric
 			Help: "Hooks refused by their tenant's quota (tenant_id is \"other\" for tenants not in the config).", ConstLabels: l},
 			[]string{"tenant_id"}),
 	}
-	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited)
+	m.QuotaRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_quota_refused_total",
+		Help: "Hooks refused because a pen or dedupe budget was full, by source and by the budget: quarantine_node, " +
+			"quarantine_source, quarantine_tenant, dedupe_node, dedupe_tenant, dedupe_source.", ConstLabels: l},
+		[]string{"source_id", "quota"})
+	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited, m.QuotaRefused)
 	return m
 }
 
@@ -38,4 +43,10 @@ func (t *Telemetry) WeakHash(source, scheme string) {
 // or "other", so URL-chosen tenants cannot grow /metrics.
 func (t *Telemetry) RateLimited(label string) {
 	t.Metrics.Trust.RateLimited.WithLabelValues(label).Inc()
+}
+
+// QuotaRefused records a hook of a configured source refused because the budget quota (a pen or dedupe share)
+// was full. source is a source id the edge resolved, never a name taken from the URL, so the series stay bounded.
+func (t *Telemetry) QuotaRefused(source, quota string) {
+	t.Metrics.Trust.QuotaRefused.WithLabelValues(source, quota).Inc()
 }

@@ -1,0 +1,230 @@
+package edge_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/poll"
+)
+
+// quotaClient bounds every call: a hang fails the test instead of stalling it.
+var quotaClient = &http.Client{Timeout: 20 * time.Second}
+
+// tryPostBody is postBody for goroutines: it returns its error instead of failing the test.
+func tryPostBody(inst *instance.Instance, path string, body []byte, headers ...string) (reply, error) {
+	req, err := http.NewRequest(http.MethodPost, "http://"+inst.IngestAddr()+path, bytes.NewReader(body))
+	if err != nil {
+		return reply{}, err
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := quotaClient.Do(req)
+	if err != nil {
+		return reply{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return reply{}, err
+	}
+	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b}
+	if err := json.Unmarshal(b, &r.body); err != nil {
+		return r, fmt.Errorf("answer %d is not a JSON object: %q", resp.StatusCode, b)
+	}
+	return r, nil
+}
+
+type result struct {
+	r   reply
+	err error
+}
+
+func postAsync(inst *instance.Instance, path string, body []byte, headers ...string) <-chan result {
+	ch := make(chan result, 1)
+	go func() {
+		r, err := tryPostBody(inst, path, body, headers...)
+		ch <- result{r, err}
+	}()
+	return ch
+}
+
+func forge(t *testing.T, inst *instance.Instance, source string, size int) reply {
+	t.Helper()
+	r, err := tryPostBody(inst, "/webhooks/"+source, bytes.Repeat([]byte("q"), size), "X-Hub-Signature-256", forgedSig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func quotaRefused(inst *instance.Instance, source, quota string) float64 {
+	var m dto.Metric
+	if err := inst.Telemetry().Metrics.Trust.QuotaRefused.WithLabelValues(source, quota).Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+// Issue 8 item 6: "The quarantine pen is one node-wide byte budget that fills in seconds". Each source, and
+// each tenant, holds at most its share of quarantine.max_bytes: a source that filled its share is refused 503
+// quarantine_full while another source of the node still gets 202, and each refusal is counted by source.
+func TestPenShareKeepsOneSourceFromFillingThePen(t *testing.T) {
+	inst := start(t, func(c *config.Config) {
+		for _, id := range []string{"pa", "pb", "pc"} {
+			c.Sources[id] = penSource("s")
+		}
+		pc := c.Sources["pc"]
+		pc.Tenant = "globex"
+		c.Sources["pc"] = pc
+		c.Quarantine.MaxBytes = 1000
+		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 0.3, 0.5
+	}, nil)
+	for range 3 {
+		forge(t, inst, "pa", 100).expect(t, 202, "")
+	}
+	full := forge(t, inst, "pa", 100)
+	full.expect(t, 503, "quarantine_full")
+	if full.retryAfter != "60" {
+		t.Fatalf("Retry-After %q", full.retryAfter)
+	}
+	forge(t, inst, "pb", 100).expect(t, 202, "")
+	forge(t, inst, "pb", 100).expect(t, 202, "")
+	// Tenant default holds 500 of its 500 now: its third source would pass the tenant's share.
+	forge(t, inst, "pb", 100).expect(t, 503, "quarantine_full")
+	forge(t, inst, "pc", 100).expect(t, 202, "")
+	if bytes, n := inst.Store().QuarantineStats(); n != 6 || bytes != 600 {
+		t.Fatalf("pen holds %d entries, %d bytes; want 6, 600", n, bytes)
+	}
+	if a, b := quotaRefused(inst, "pa", "quarantine_source"), quotaRefused(inst, "pb", "quarantine_tenant"); a != 1 || b != 1 {
+		t.Fatalf("refusals counted: pa %v by its source share, pb %v by its tenant share; want 1, 1", a, b)
+	}
+}
+
+// quarantine.retention_seconds: an entry nobody released leaves the pen after the retention, and its bytes
+// are free again for the source.
+func TestPenEntriesExpireAfterRetention(t *testing.T) {
+	inst := start(t, func(c *config.Config) {
+		c.Sources["pen"] = penSource("s")
+		c.Quarantine.MaxBytes = 150
+		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 1, 1
+		c.Quarantine.RetentionSeconds = 1
+	}, nil)
+	forge(t, inst, "pen", 100).expect(t, 202, "")
+	forge(t, inst, "pen", 100).expect(t, 503, "quarantine_full")
+	poll.True(t, 10*time.Second, "the expired entry swept", func() bool {
+		bytes, n := inst.Store().QuarantineStats()
+		_, bySource, byTenant := inst.Store().QuarantineUsage("pen", "default")
+		return bytes == 0 && n == 0 && bySource == 0 && byTenant == 0
+	})
+	forge(t, inst, "pen", 100).expect(t, 202, "")
+}
+
+// Issue 8 item 12, "a pen write that lands after its 503": a write withdrawn at its timeout before its group
+// started never lands, and a write whose group started is waited out and answered by its outcome.
+func TestPenAnswerAndOutcomeAgree(t *testing.T) {
+	var entered atomic.Int64
+	gate := make(chan struct{})
+	faults := &store.Faults{BeforeCommit: func() error {
+		entered.Add(1)
+		<-gate
+		return nil
+	}}
+	inst := start(t, func(c *config.Config) {
+		c.Sources["pen"] = penSource("s")
+		c.Quarantine.WriteTimeoutMS = 300
+	}, faults)
+	body := []byte(`{"n":"started"}`)
+	started := postAsync(inst, "/webhooks/pen", body, "X-Hub-Signature-256", forgedSig)
+	poll.True(t, 10*time.Second, "the first pen write in its synced write", func() bool { return entered.Load() == 1 })
+	// The pen's writer is busy with the first group: this one waits in its buffer past its timeout.
+	queued := postAsync(inst, "/webhooks/pen", []byte(`{"n":"queued"}`), "X-Hub-Signature-256", forgedSig)
+	q := <-queued
+	if q.err != nil {
+		t.Fatal(q.err)
+	}
+	q.r.expect(t, 503, "store_unavailable")
+	select {
+	case s := <-started:
+		t.Fatalf("a pen write whose group started was answered before its group returned: %d %s", s.r.status, s.r.raw)
+	default:
+	}
+	close(gate)
+	s := <-started
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	s.r.expect(t, 202, "")
+	held, err := inst.Store().ListQuarantine("", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 1 || held[0].Size != uint32(len(body)) {
+		t.Fatalf("pen holds %+v; want only the write answered 202", held)
+	}
+	// Nothing lands later either: the withdrawn write is gone for good.
+	forge(t, inst, "pen", 10).expect(t, 202, "")
+	if _, n := inst.Store().QuarantineStats(); n != 2 {
+		t.Fatalf("pen holds %d entries, want 2", n)
+	}
+}
+
+// The design: a store that cannot write "is a 503 that spends no token". A failed pen write gives back the
+// token its request took from the source's pen bucket.
+func TestFailedPenWriteRefundsItsToken(t *testing.T) {
+	var fail atomic.Bool
+	faults := &store.Faults{BeforeCommit: func() error {
+		if fail.Load() {
+			return errors.New("injected write failure")
+		}
+		return nil
+	}}
+	inst := start(t, func(c *config.Config) {
+		c.Sources["pen"] = penSource("s")
+		c.Quarantine.Burst, c.Quarantine.Rate = 1, 0.001
+	}, faults)
+	fail.Store(true)
+	forge(t, inst, "pen", 10).expect(t, 503, "store_unavailable")
+	fail.Store(false)
+	forge(t, inst, "pen", 10).expect(t, 202, "")
+	forge(t, inst, "pen", 10).expect(t, 429, "quarantine_rate_limited")
+}
+
+// Issue 8 item 6: "the dedupe index quota can be filled with unique keys for 72 h". One source holds at most
+// dedupe.max_entries_per_source keys: past it 503 dedupe_quota, while another source of the tenant gets 201.
+func TestDedupeSourceShare(t *testing.T) {
+	inst := start(t, func(c *config.Config) {
+		c.Sources["gh-a"], c.Sources["gh-b"] = dedupeSource(), dedupeSource()
+		c.Dedupe.MaxEntriesPerSource = 2
+	}, nil)
+	post := func(source, key string) reply {
+		r, err := tryPostBody(inst, "/webhooks/"+source, []byte(`{}`), "X-GitHub-Delivery", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	post("gh-a", "k-1").expect(t, 201, "")
+	post("gh-a", "k-2").expect(t, 201, "")
+	r := post("gh-a", "k-3")
+	r.expect(t, 503, "dedupe_quota")
+	if r.retryAfter != "60" {
+		t.Fatalf("Retry-After %q", r.retryAfter)
+	}
+	post("gh-b", "k-3").expect(t, 201, "")
+	if dup := post("gh-a", "k-1"); dup.status != 201 || dup.body["duplicate"] != true {
+		t.Fatalf("a duplicate of a held key must still answer: %s", dup.raw)
+	}
+}
