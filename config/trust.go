@@ -101,12 +101,14 @@ type RateLimits struct {
 	Default *Rate `yaml:"default"`
 	// Tenants are per-tenant entries; a tenant without one gets Default. Default {}.
 	Tenants map[string]TenantLimits `yaml:"tenants"`
-	// IP limits requests per client address before the body is read (429 ip_rate_limited); default null.
+	// IP limits requests per client address (an IPv6 client per /64) before the body is read
+	// (429 ip_rate_limited); default null.
 	IP *Rate `yaml:"ip"`
 	// Node limits requests on this node before the body is read (429 node_rate_limited); default null.
 	Node *Rate `yaml:"node"`
-	// SourceBytes limits body bytes/s per source before the body is read, charged by Content-Length
-	// (429 source_rate_limited); default null. Its burst must hold one http.max_body_bytes body.
+	// SourceBytes limits body bytes/s per source before the body is read, charged by Content-Length, or for
+	// a chunked body by the bytes read, right after the read (429 source_rate_limited); default null. Its
+	// burst must hold one http.max_body_bytes body.
 	SourceBytes *Rate `yaml:"source_bytes"`
 }
 

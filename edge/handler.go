@@ -166,6 +166,9 @@ func (e *Edge) readBody(rq *request) error {
 		}
 		return refuseBodyRead(err)
 	}
+	if r := e.chargeRead(rq.ctx, rq.src, len(body), rq.start); r != nil {
+		return r
+	}
 	rq.body = body
 	return nil
 }
@@ -311,6 +314,10 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 	case !ok:
 		return ending{}, errDeadline
 	case res.Err != nil:
+		var quota *store.DedupeQuotaError
+		if errors.As(res.Err, &quota) {
+			e.tel.QuotaRefused(src.ID, quota.Scope)
+		}
 		return ending{}, res.Err
 	case res.Duplicate:
 		return ending{outcome: telemetry.OutcomeDuplicate, id: res.OriginalID}, nil

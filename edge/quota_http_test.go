@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -226,5 +227,27 @@ func TestDedupeSourceShare(t *testing.T) {
 	post("gh-b", "k-3").expect(t, 201, "")
 	if dup := post("gh-a", "k-1"); dup.status != 201 || dup.body["duplicate"] != true {
 		t.Fatalf("a duplicate of a held key must still answer: %s", dup.raw)
+	}
+	if n := quotaRefused(inst, "gh-a", "dedupe_source"); n != 1 {
+		t.Fatalf("gh-a's refusals counted %v, want 1", n)
+	}
+}
+
+// Issue 8 item 6: "rate_limits.source_bytes must charge the bytes actually read (chunked bodies are charged
+// today nowhere)". A chunked body has no Content-Length to charge before the read; it is charged after.
+func TestChunkedBodyIsChargedToSourceBytes(t *testing.T) {
+	inst := start(t, func(c *config.Config) {
+		c.RateLimits.SourceBytes = &config.Rate{Rate: 1, Burst: 4096}
+	}, nil)
+	chunked := func() reply {
+		body := strings.Repeat("c", 3000)
+		req := "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n" +
+			fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(body), body)
+		return raw(t, inst.IngestAddr(), req, false)
+	}
+	chunked().expect(t, 201, "")
+	chunked().expect(t, 429, "source_rate_limited")
+	if n := len(hooks(t, inst)); n != 1 {
+		t.Fatalf("%d hooks stored, want 1", n)
 	}
 }

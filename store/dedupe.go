@@ -128,11 +128,11 @@ type DedupeQuotaError struct {
 	Scope string // DedupeScopeNode, DedupeScopeTenant or DedupeScopeSource
 }
 
-// The scopes of a DedupeQuotaError (and of the metric counting them).
+// The scopes of a DedupeQuotaError, named as the quota label of ankusa_quota_refused_total.
 const (
-	DedupeScopeNode   = "node"   // dedupe.max_entries
-	DedupeScopeTenant = "tenant" // dedupe.max_entries_per_tenant
-	DedupeScopeSource = "source" // dedupe.max_entries_per_source
+	DedupeScopeNode   = "dedupe_node"   // dedupe.max_entries
+	DedupeScopeTenant = "dedupe_tenant" // dedupe.max_entries_per_tenant
+	DedupeScopeSource = "dedupe_source" // dedupe.max_entries_per_source
 )
 
 // Quota errors of each scope, allocated once: a refusal costs no allocation.
