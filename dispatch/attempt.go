@@ -28,7 +28,7 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 	env := sinks.Envelope{
 		ID: hook.ID, Source: hook.Source, Tenant: hook.Tenant, ReceivedAt: hook.ReceivedAt, ContentType: hook.ContentType,
 		Body: hook.Body, DedupeKey: hook.DedupeKey, ReplayID: c.Row.ReplayID, Flagged: hook.Flagged,
-		Attempt: int(c.Row.Attempts) + 1,
+		Verification: hook.Verification.String(), Attempt: int(c.Row.Attempts) + 1,
 	}
 	env.IDText = env.Text()
 	if len(hook.Headers) > 0 {

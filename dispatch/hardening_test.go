@@ -2,7 +2,11 @@ package dispatch_test
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +22,7 @@ import (
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/poll"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // client is the HTTP client of these tests: a hang fails fast.
@@ -68,8 +73,8 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-// startLogged is start with the instance's logs, from level warn up, written to logs.
-func startLogged(t *testing.T, sources map[string]config.Source, mutate func(*config.Config), logs io.Writer) *instance.Instance {
+// startLogged is start with the instance's logs, from level up, written to logs.
+func startLogged(t *testing.T, sources map[string]config.Source, mutate func(*config.Config), level zerolog.Level, logs io.Writer) *instance.Instance {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Instance = "hard"
@@ -86,7 +91,7 @@ func startLogged(t *testing.T, sources map[string]config.Source, mutate func(*co
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(logs).Level(zerolog.WarnLevel)})
+	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(logs).Level(level)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +206,7 @@ func TestSinkURLSecretsStayOutOfRowsAndLogs(t *testing.T) {
 		"refused": httpSource("default", closed+"/services/T0001/B0001/"+token, false),
 		"short": {Tenant: "default", Sinks: []config.SinkSpec{{Type: "http", Options: map[string]any{
 			"url": closed + "/hooks/catch/123/abc1234", "secret_path": true}}}},
-	}, func(c *config.Config) { c.Dispatch.Retry.MaxAttempts = 2 }, &logs)
+	}, func(c *config.Config) { c.Dispatch.Retry.MaxAttempts = 2 }, zerolog.WarnLevel, &logs)
 	for _, p := range []string{"/webhooks/gone", "/webhooks/refused", "/webhooks/short"} {
 		if code, b := post(t, inst, p, []byte(`{}`), nil); code != 201 {
 			t.Fatalf("ingest %s: %d %s", p, code, b)
@@ -229,4 +234,90 @@ func TestSinkURLSecretsStayOutOfRowsAndLogs(t *testing.T) {
 	if !strings.Contains(all, "/services/T0001/B0001/[REDACTED]") || !strings.Contains(logs.String(), "delivery dead-lettered") {
 		t.Fatalf("reasons do not name the redacted target:\n%s", all)
 	}
+}
+
+const ghSecret = "It's a Secret to Everybody"
+
+func ghSign(body []byte) string {
+	m := hmac.New(sha256.New, []byte(ghSecret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Issue 8 item 7; design: ":accept_flag (commits anyway, envelope marked flagged: true)", "a flood of forged
+// requests spends no budget and can never lock a tenant out"; inventory D.3 "x-ankusa-verification
+// (ok|failed|skipped)". Through real HTTP, the real store and a real HTTP sink: a forged hook under
+// accept_flag is answered like any accepted hook, arrives marked failed, and leaves the tenant's quota
+// whole; a verified one arrives ok, an unverified source's skipped.
+func TestAcceptFlagMarksForgedHooksForTheSink(t *testing.T) {
+	sink := newHeaderSink(t, 200)
+	flagged := httpSource("acme", sink.URL, false)
+	flagged.Verify = verify.Spec{Type: "github", Secret: verify.Secrets{ghSecret}}
+	flagged.OnVerifyFailure = config.OnVerifyAcceptFlag
+	inst := start(t, map[string]config.Source{"gh": flagged, "open": httpSource("beta", sink.URL, false)}, func(c *config.Config) {
+		// One hook per hour for the tenant: any forged hook charged to it would refuse the verified one.
+		c.RateLimits.Tenants = map[string]config.TenantLimits{"acme": {Rate: 1.0 / 3600, Burst: 1}}
+	})
+
+	const forged = 3
+	ids := map[string]string{} // hook id -> the status its sink must see
+	for i := range forged {
+		body := fmt.Appendf(nil, `{"forged":%d}`, i)
+		code, answer := post(t, inst, "/webhooks/gh", body, map[string]string{"X-Hub-Signature-256": ghSign([]byte("other"))})
+		var a map[string]any
+		if err := json.Unmarshal([]byte(answer), &a); err != nil || code != 201 || len(a) != 2 || a["status"] != "accepted" {
+			t.Fatalf("forged hook answered %d %s, want 201 {\"status\":\"accepted\",\"id\":…}", code, answer)
+		}
+		if want := `{"status":"accepted","id":"` + a["id"].(string) + `"}`; answer != want {
+			t.Fatalf("forged hook answered %s, want %s", answer, want)
+		}
+		ids[a["id"].(string)] = "failed"
+	}
+	body := []byte(`{"real":1}`)
+	code, answer := post(t, inst, "/webhooks/gh", body, map[string]string{"X-Hub-Signature-256": ghSign(body)})
+	if code != 201 {
+		t.Fatalf("the verified hook after %d forged ones: %d %s (the forged ones spent the tenant's quota)", forged, code, answer)
+	}
+	var a struct{ ID string }
+	_ = json.Unmarshal([]byte(answer), &a)
+	ids[a.ID] = "ok"
+	if code, answer := post(t, inst, "/webhooks/gh", body, map[string]string{"X-Hub-Signature-256": ghSign(body)}); code != 429 {
+		t.Fatalf("the tenant's quota is not charged at all: %d %s", code, answer)
+	}
+
+	code, answer = post(t, inst, "/webhooks/open", body, nil)
+	if err := json.Unmarshal([]byte(answer), &a); err != nil || code != 201 {
+		t.Fatalf("unverified source: %d %s", code, answer)
+	}
+	ids[a.ID] = "skipped"
+
+	poll.True(t, 10*time.Second, "every hook at the sink", func() bool { return len(sink.requests()) == len(ids) })
+	for _, h := range sink.requests() {
+		id := h.Get("X-Ankusa-Id")
+		if got, want := h.Get("X-Ankusa-Verification"), ids[id]; got != want {
+			t.Errorf("hook %s arrived with X-Ankusa-Verification %q, want %q", id, got, want)
+		}
+	}
+}
+
+// The log sink writes the status (and the flag) on its line.
+func TestLogSinkLineCarriesTheVerificationStatus(t *testing.T) {
+	var logs syncBuffer
+	src := fixtureLogSource()
+	src.Verify = verify.Spec{Type: "github", Secret: verify.Secrets{ghSecret}}
+	src.OnVerifyFailure = config.OnVerifyAcceptFlag
+	inst := startLogged(t, map[string]config.Source{"gh": src}, nil, zerolog.InfoLevel, &logs)
+	if code, answer := post(t, inst, "/webhooks/gh", []byte(`{}`), map[string]string{"X-Hub-Signature-256": "sha256=00"}); code != 201 {
+		t.Fatalf("forged hook: %d %s", code, answer)
+	}
+	poll.True(t, 10*time.Second, "the log sink's line", func() bool { return strings.Contains(logs.String(), "hook delivered") })
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "hook delivered") && !(strings.Contains(line, `"verification":"failed"`) && strings.Contains(line, `"flagged":true`)) {
+			t.Fatalf("log sink line without the status: %s", line)
+		}
+	}
+}
+
+func fixtureLogSource() config.Source {
+	return config.Source{Tenant: "acme", Sinks: []config.SinkSpec{{Type: "log"}}}
 }

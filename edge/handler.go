@@ -51,9 +51,11 @@ type request struct {
 	body   []byte
 	hdrs   []store.Header
 	// flagged: verification failed under on_verify_failure accept_flag.
-	flagged   bool
-	dedupeKey string
-	dedupeTTL time.Duration
+	flagged bool
+	// verification is what the verifier said, stored with the hook for every sink to see.
+	verification store.Verification
+	dedupeKey    string
+	dedupeTTL    time.Duration
 }
 
 // ending is how a request that was not refused ends: committed, duplicate or
@@ -189,7 +191,12 @@ func (e *Edge) verifyTrust(rq *request) (ending, error) {
 	if vres.WeakHash {
 		e.tel.WeakHash(src.ID, vres.Scheme)
 	}
-	if vres.Status != verify.StatusFailed {
+	switch vres.Status {
+	case verify.StatusOK:
+		rq.verification = store.VerificationOK
+		return ending{}, nil
+	case verify.StatusSkipped:
+		rq.verification = store.VerificationSkipped
 		return ending{}, nil
 	}
 	e.tel.VerifyFailed(src.ID, vres.Provider, vres.Scheme)
@@ -200,7 +207,7 @@ func (e *Edge) verifyTrust(rq *request) (ending, error) {
 		if ok, wait := e.limits.penBuckets.Take(src.ID, rq.start, e.limits.quarantine, 1); !ok {
 			return ending{}, refuse429("quarantine_rate_limited", wait)
 		}
-		rq.flagged = true
+		rq.flagged, rq.verification = true, store.VerificationFailed
 		return ending{}, nil
 	case config.OnVerifyQuarantine:
 		if ok, wait := e.limits.penBuckets.Take(src.ID, rq.start, e.limits.quarantine, 1); !ok {
@@ -229,7 +236,10 @@ func (e *Edge) toPen(rq *request, reason string) (ending, error) {
 }
 
 // prepare derives what the stored hook carries besides its body (dedupe key, kept
-// headers) and charges the tenant's quota, now that the request is verified.
+// headers) and charges the tenant's quota, now that the request is verified. A flagged
+// hook is not charged: it already spent its source's quarantine bucket, and a forged
+// flood must never spend the tenant's budget (design: "a flood of forged requests spends
+// no budget and can never lock a tenant out").
 func (e *Edge) prepare(rq *request) error {
 	trust := rq.src.Trust
 	if trust.Dedupe != nil && !rq.flagged {
@@ -237,6 +247,9 @@ func (e *Edge) prepare(rq *request) error {
 	}
 	hdrs := collectHeaders(&rq.ctx.Request.Header, rq.sc)
 	rq.hdrs, rq.sc.hashed = trust.Headers.Apply(hdrs, rq.sc.hashed[:0])
+	if rq.flagged {
+		return nil
+	}
 	if r := e.chargeTenant(rq.tenant, int64(len(rq.body)), rq.start); r != nil {
 		label := "other"
 		if _, ok := e.limits.cfg.Tenants[rq.tenant]; ok || rq.tenant == rq.src.Tenant {
@@ -297,6 +310,7 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 		ID: id, ReceivedAt: rq.start.UnixMilli(), Tenant: rq.tenant, Source: src.ID,
 		ContentType: view(rq.ctx.Request.Header.ContentType()),
 		Headers:     rq.hdrs, Body: rq.body, Flagged: rq.flagged, DedupeKey: rq.dedupeKey,
+		Verification: rq.verification,
 	}
 	rec := &store.Pending{
 		Record: store.Record{

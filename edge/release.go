@@ -49,7 +49,12 @@ func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error
 			return nil
 		}
 		vreq := verify.Request{Body: h.Body, Header: header, Now: time.UnixMilli(h.ReceivedAt)}
-		if res := src.Trust.VerifierFor(h.Tenant).Verify(&vreq); res.Status == verify.StatusFailed {
+		switch res := src.Trust.VerifierFor(h.Tenant).Verify(&vreq); res.Status {
+		case verify.StatusOK:
+			h.Verification = store.VerificationOK
+		case verify.StatusSkipped:
+			h.Verification = store.VerificationSkipped
+		default:
 			rep.Held++
 			continue
 		}

@@ -11,20 +11,31 @@ type Header struct{ Name, Value string }
 // Envelope is the hook as a sink sees it. It is read-only: a sink never modifies it, and never retains Body (or
 // a sub-slice of it) after Deliver returns, because the caller reuses the buffer.
 type Envelope struct {
-	ID           [16]byte
-	IDText       string // canonical UUID text
-	Source       string
-	Tenant       string
-	ReceivedAt   int64 // unix ms
-	ContentType  string
-	Headers      []Header // stored provider headers, names lowercased
-	Body         []byte
-	DedupeKey    string
-	ReplayID     string
-	Flagged      bool
-	Verification string // "ok" | "failed" | "skipped" | ""
-	Attempt      int    // 1 for the first attempt
+	ID          [16]byte
+	IDText      string // canonical UUID text
+	Source      string
+	Tenant      string
+	ReceivedAt  int64 // unix ms
+	ContentType string
+	Headers     []Header // stored provider headers, names lowercased
+	Body        []byte
+	DedupeKey   string
+	ReplayID    string
+	// Flagged: accepted although verification failed (on_verify_failure accept_flag).
+	Flagged bool
+	// Verification is the stored status (inventory C.1): VerificationOK, VerificationFailed (always with
+	// Flagged), VerificationSkipped, or "" for a hook stored before the status was recorded. The HTTP sink
+	// sends it as X-Ankusa-Verification, the log sink logs it, and Message v1 carries it as "verification".
+	Verification string
+	Attempt      int // 1 for the first attempt
 }
+
+// Verification statuses as sinks carry them (inventory D.3: ok|failed|skipped).
+const (
+	VerificationOK      = "ok"
+	VerificationFailed  = "failed"
+	VerificationSkipped = "skipped"
+)
 
 // DefaultTenant stands for an empty tenant in the idempotency key (inventory D.4: "tenant default when nil").
 const DefaultTenant = "default"

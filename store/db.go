@@ -850,7 +850,7 @@ func (db *DB) HookIDs() (map[[16]byte]uint64, error) {
 				return err
 			}
 			// The id sits right after the version byte; reading it alone keeps the scan cheap.
-			if len(v) < 17 || v[0] != hookVersion {
+			if len(v) < 17 || !knownHookVersion(v[0]) {
 				return fmt.Errorf("hook %d: %w", seq, ErrCorruptValue)
 			}
 			ids[[16]byte(v[1:17])] = seq

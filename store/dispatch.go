@@ -433,7 +433,7 @@ func (db *DB) deadEntry(k DeadKey, size uint32, tenant, source string) (DeadEntr
 	if err != nil {
 		return e, false, err
 	}
-	if len(v) >= 17 && v[0] == hookVersion {
+	if len(v) >= 17 && knownHookVersion(v[0]) {
 		e.ID = [16]byte(v[1:17])
 	}
 	return e, true, nil

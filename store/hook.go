@@ -5,9 +5,42 @@ import (
 	"fmt"
 )
 
-// hookVersion is the first byte of every encoded hook; a decoder refuses a version it does not know rather
-// than guess at its layout.
-const hookVersion = 1
+// hookVersion is the first byte of every hook this build encodes; a decoder refuses a version it does not
+// know rather than guess at its layout. Version 1 (no verification byte) is still read.
+const (
+	hookVersion   = 2
+	hookVersionV1 = 1
+)
+
+// knownHookVersion reports whether b is the version byte of a hook this build decodes.
+func knownHookVersion(b byte) bool { return b == hookVersion || b == hookVersionV1 }
+
+// Verification is the verification status stored with a hook (inventory C.1: ok | failed | skipped).
+type Verification uint8
+
+const (
+	// VerificationUnknown: a hook stored before the status was recorded (version 1) and not flagged.
+	VerificationUnknown Verification = iota
+	// VerificationOK: the request carried proof made with a configured key.
+	VerificationOK
+	// VerificationFailed: verification failed and the source accepts such hooks flagged (accept_flag).
+	VerificationFailed
+	// VerificationSkipped: the source verifies nothing (verify type none).
+	VerificationSkipped
+)
+
+// String is the status as sinks send it: "ok", "failed", "skipped", or "" when unknown.
+func (v Verification) String() string {
+	switch v {
+	case VerificationOK:
+		return "ok"
+	case VerificationFailed:
+		return "failed"
+	case VerificationSkipped:
+		return "skipped"
+	}
+	return ""
+}
 
 // Header is one stored request header, in the order the edge kept it.
 type Header struct{ Name, Value string }
@@ -21,16 +54,20 @@ type Hook struct {
 	ContentType string
 	Headers     []Header
 	Body        []byte // byte-for-byte as received
-	Flagged     bool
+	Flagged     bool   // accepted although verification failed (accept_flag)
 	DedupeKey   string
+	// Verification is the status the edge's verifier gave the request; a flagged hook is always Failed.
+	Verification Verification
 }
 
-// Encoding (version 1), deterministic: the same Hook always encodes to the same bytes.
+// Encoding (version 2), deterministic: the same Hook always encodes to the same bytes.
 //
 //	version:8 id:128 received_at:64(BE) tenant source content_type
-//	n_headers:uvarint {name value}*n body flagged:8(0|1) dedupe_key
+//	n_headers:uvarint {name value}*n body flagged:8(0|1) dedupe_key verification:8(0..3)
 //
-// where every string and the body are uvarint length + bytes.
+// where every string and the body are uvarint length + bytes. Version 1 is the same without the verification
+// byte; such a hook decodes as VerificationFailed when flagged (the only way a failed hook was stored) and
+// VerificationUnknown otherwise (ok and skipped were not told apart).
 
 // HookSize returns the encoded size of h, so a caller can size its buffer once.
 func HookSize(h *Hook) int {
@@ -40,7 +77,7 @@ func HookSize(h *Hook) int {
 	for i := range h.Headers {
 		n += strSize(len(h.Headers[i].Name)) + strSize(len(h.Headers[i].Value))
 	}
-	n += strSize(len(h.Body)) + 1 + strSize(len(h.DedupeKey))
+	n += strSize(len(h.Body)) + 1 + strSize(len(h.DedupeKey)) + 1
 	return n
 }
 
@@ -70,7 +107,8 @@ func AppendHook(dst []byte, h *Hook) []byte {
 	} else {
 		dst = append(dst, 0)
 	}
-	return appendStr(dst, h.DedupeKey)
+	dst = appendStr(dst, h.DedupeKey)
+	return append(dst, byte(h.Verification))
 }
 
 // DecodeHook decodes a hook value. The result shares no memory with b (b may point into C memory that is freed
@@ -78,7 +116,8 @@ func AppendHook(dst []byte, h *Hook) []byte {
 func DecodeHook(b []byte) (Hook, error) {
 	var h Hook
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != hookVersion {
+	v := d.byte()
+	if d.err == nil && !knownHookVersion(v) {
 		return Hook{}, fmt.Errorf("hook version %d: %w", v, ErrCorruptValue)
 	}
 	copy(h.ID[:], d.fixed(16))
@@ -109,6 +148,17 @@ func DecodeHook(b []byte) (Hook, error) {
 		d.fail("flagged byte")
 	}
 	h.DedupeKey = d.str()
+	switch {
+	case d.err != nil:
+	case v == hookVersionV1:
+		if h.Flagged {
+			h.Verification = VerificationFailed
+		}
+	default:
+		if h.Verification = Verification(d.byte()); d.err == nil && h.Verification > VerificationSkipped {
+			d.fail("verification byte")
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
 	}

@@ -9,15 +9,16 @@ import (
 
 func sampleHook() Hook {
 	return Hook{
-		ID:          [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
-		ReceivedAt:  1_700_000_000_123,
-		Tenant:      "acme",
-		Source:      "stripe",
-		ContentType: "application/json",
-		Headers:     []Header{{"stripe-signature", "t=1,v1=abc"}, {"x-empty", ""}},
-		Body:        []byte("{\"a\":1}\x00\xff raw bytes"),
-		Flagged:     true,
-		DedupeKey:   "evt_123",
+		ID:           [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		ReceivedAt:   1_700_000_000_123,
+		Tenant:       "acme",
+		Source:       "stripe",
+		ContentType:  "application/json",
+		Headers:      []Header{{"stripe-signature", "t=1,v1=abc"}, {"x-empty", ""}},
+		Body:         []byte("{\"a\":1}\x00\xff raw bytes"),
+		Flagged:      true,
+		DedupeKey:    "evt_123",
+		Verification: VerificationFailed,
 	}
 }
 
@@ -81,14 +82,54 @@ func TestDecodeHookRefusesDamage(t *testing.T) {
 		}
 	}
 	f("empty", nil)
-	f("unknown version", append([]byte{2}, enc[1:]...))
+	f("unknown version", append([]byte{3}, enc[1:]...))
 	for n := 1; n < len(enc); n += 7 {
 		f("truncated", enc[:n])
 	}
 	f("trailing byte", append(append([]byte(nil), enc...), 0))
 	flag := append([]byte(nil), enc...)
-	flag[len(flag)-len(h.DedupeKey)-2] = 2
+	flag[len(flag)-len(h.DedupeKey)-3] = 2
 	f("flagged not 0/1", flag)
+	ver := append([]byte(nil), enc...)
+	ver[len(ver)-1] = 4
+	f("verification not 0..3", ver)
+}
+
+// Issue 8 item 7: the verification status is stored with the hook, and hooks stored before it was (version 1,
+// no verification byte) still decode: flagged ones as failed, the others as unknown.
+func TestHookVerificationStatusAndVersion1Hooks(t *testing.T) {
+	for _, v := range []Verification{VerificationUnknown, VerificationOK, VerificationFailed, VerificationSkipped} {
+		h := sampleHook()
+		h.Verification, h.Flagged = v, v == VerificationFailed
+		got, err := DecodeHook(AppendHook(nil, &h))
+		if err != nil || got.Verification != v || got.Flagged != h.Flagged {
+			t.Fatalf("%v: decoded %v flagged=%v, %v", v, got.Verification, got.Flagged, err)
+		}
+	}
+	if VerificationOK.String() != "ok" || VerificationFailed.String() != "failed" || VerificationSkipped.String() != "skipped" || VerificationUnknown.String() != "" {
+		t.Fatal("status names are the inventory's ok | failed | skipped")
+	}
+	// A version-1 value as the previous build wrote it: version byte 1, no verification byte at the end.
+	v1 := func(h Hook) []byte {
+		enc := AppendHook(nil, &h)
+		enc[0] = 1
+		return enc[:len(enc)-1]
+	}
+	for _, flagged := range []bool{true, false} {
+		h := sampleHook()
+		h.Flagged, h.Verification = flagged, VerificationOK
+		got, err := DecodeHook(v1(h))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := VerificationUnknown
+		if flagged {
+			want = VerificationFailed
+		}
+		if got.Verification != want || got.Flagged != flagged || got.DedupeKey != h.DedupeKey || !bytes.Equal(got.Body, h.Body) {
+			t.Fatalf("version 1 flagged=%v decoded %+v", flagged, got)
+		}
+	}
 }
 
 func FuzzDecodeHook(f *testing.F) {
@@ -96,6 +137,9 @@ func FuzzDecodeHook(f *testing.F) {
 	f.Add(AppendHook(nil, &h))
 	f.Add(AppendHook(nil, &Hook{}))
 	f.Add([]byte{1})
+	v1 := AppendHook(nil, &h)
+	v1[0] = 1
+	f.Add(v1[:len(v1)-1])
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		h, err := DecodeHook(b)

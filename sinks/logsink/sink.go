@@ -51,6 +51,12 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 		Int("size", len(e.Body)).
 		Str("content_type", e.ContentType).
 		Int("attempt", e.Attempt)
+	if e.Verification != "" {
+		ev = ev.Str("verification", e.Verification)
+	}
+	if e.Flagged {
+		ev = ev.Bool("flagged", true)
+	}
 	if e.ReplayID != "" {
 		ev = ev.Str("replay_id", e.ReplayID)
 	}
