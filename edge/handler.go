@@ -102,6 +102,9 @@ func (e *Edge) afterRead(rq *request) (ending, error) {
 	if end, err := e.verifyTrust(rq); end.outcome != "" || err != nil {
 		return end, err
 	}
+	if err := e.mintURLTenant(rq.src, rq.tenant); err != nil {
+		return ending{}, err
+	}
 	if err := e.prepare(rq); err != nil {
 		return ending{}, err
 	}

@@ -123,10 +123,12 @@ func urlTenantSettingsFrom(cfg *config.Config) URLTenantSettings {
 
 // urlTenantGate remembers the tenants tenant_path URLs named for shared sources without an allow-list,
 // and refuses a new one past the cap: each tenant costs a store ordinal, rate buckets and a fairness
-// share, so a caller rotating names must not mint them without bound. Tenants the config names and
-// tenants already in the store pass without counting. The count lives as long as the process: a restart
-// starts it again (what was minted is then in the store), which is why an allow-list is the bound to
-// prefer on an internet-facing node.
+// share, so a caller rotating names must not mint them without bound. A tenant is minted only once a
+// request of it passed verification (mint), so forged requests cannot fill the cap; before that, the
+// request runs under the name it asked for. Tenants the config names and tenants already in the store
+// pass without counting. The count lives as long as the process: a restart starts it again (what was
+// minted is then in the store), which is why an allow-list is the bound to prefer on an internet-facing
+// node.
 type urlTenantGate struct {
 	max int
 
@@ -144,32 +146,39 @@ func newURLTenantGate(set URLTenantSettings) *urlTenantGate {
 	return g
 }
 
-// admit returns the tenant named t, minting it when the cap allows; ok is false past the cap. The store
-// (nil while closed) is asked only about a tenant not seen yet. full is true the first time the cap
-// refuses a tenant.
-func (g *urlTenantGate) admit(t []byte, db *store.DB) (name string, ok, full bool) {
+// lookup returns the tenant named t if it is served already, without allocating.
+func (g *urlTenantGate) lookup(t []byte) (string, bool) {
 	g.mu.RLock()
-	name, ok = g.tenants[string(t)]
+	defer g.mu.RUnlock()
+	name, ok := g.tenants[string(t)]
+	return name, ok
+}
+
+// mint admits tenant for good: a tenant the store holds, or a new one while the cap allows. ok is false
+// past the cap; full is true the first time the cap refuses one. The store (nil while closed) is asked
+// only about a tenant not served yet, once per process.
+func (g *urlTenantGate) mint(tenant string, db *store.DB) (ok, full bool) {
+	g.mu.RLock()
+	_, served := g.tenants[tenant]
 	g.mu.RUnlock()
-	if ok {
-		return name, true, false
+	if served {
+		return true, false
 	}
-	name = string(t)
-	known := storeKnows(db, name)
+	known := storeKnows(db, tenant)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if n, ok := g.tenants[name]; ok {
-		return n, true, false
+	if _, ok := g.tenants[tenant]; ok {
+		return true, false
 	}
 	if !known {
 		if g.minted >= g.max {
 			full, g.warned = !g.warned, true
-			return "", false, full
+			return false, full
 		}
 		g.minted++
 	}
-	g.tenants[name] = name
-	return name, true, false
+	g.tenants[tenant] = tenant
+	return true, false
 }
 
 // storeKnows reports whether the open store has committed a hook of tenant.

@@ -64,8 +64,8 @@ func (s *StaticSources) Lookup(id []byte) (*Source, error) {
 // urlTenant returns the tenant a request for src belongs to when a tenant_path URL names tenant t. The
 // URL's tenant is authoritative: a source owned by another tenant does not exist for it (404
 // unknown_source). A shared source takes the URL's tenant when it may: one that verifies nothing only
-// with trust_url_tenant, one with an allow-list only for a listed tenant, any other only while the node's
-// http.max_url_tenants cap allows a new tenant.
+// with trust_url_tenant, one with an allow-list only for a listed tenant, any other under the node's
+// http.max_url_tenants cap, which mintURLTenant applies once the request is verified.
 func (e *Edge) urlTenant(src *Source, t []byte) (string, error) {
 	if src.Tenant == string(t) {
 		return src.Tenant, nil
@@ -82,13 +82,26 @@ func (e *Edge) urlTenant(src *Source, t []byte) (string, error) {
 		}
 		return "", ErrUnknownSource
 	}
-	name, ok, full := e.tenants.admit(t, e.db())
+	if name, ok := e.tenants.lookup(t); ok {
+		return name, nil
+	}
+	return string(t), nil // not minted yet: mintURLTenant decides after verification
+}
+
+// mintURLTenant admits for good the tenant a verified (or accept_flag) request of a shared source took
+// from its URL, past which it would be stored: a new tenant past http.max_url_tenants is refused (404
+// unknown_source), so a forger cannot fill the cap and a sender rotating names cannot exceed it.
+func (e *Edge) mintURLTenant(src *Source, tenant string) error {
+	if tenant == src.Tenant || src.Tenant != DefaultTenant || src.Trust.urlTenants != nil {
+		return nil
+	}
+	ok, full := e.tenants.mint(tenant, e.db())
 	if full {
 		e.log.Warn().Int("http.max_url_tenants", e.tenants.max).
 			Msg("tenant_path URLs reached http.max_url_tenants: a URL naming a new tenant of a shared source is answered 404 unknown_source")
 	}
 	if !ok {
-		return "", ErrUnknownSource
+		return ErrUnknownSource
 	}
-	return name, nil
+	return nil
 }

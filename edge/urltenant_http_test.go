@@ -35,11 +35,15 @@ func TestURLTenantAllowList(t *testing.T) {
 // Issue: "rotating tenant names mints store ordinals, rate buckets and fairness shares without bound
 // (bound the tenants a URL may mint: ... a cap with a documented default, and a clear refusal past it)".
 // Past http.max_url_tenants a new tenant's URL is 404 unknown_source; tenants already served, and the
-// tenants the config names, still pass.
+// tenants the config names, still pass. Forged requests cannot fill the cap.
 func TestURLTenantsCappedPerNode(t *testing.T) {
 	inst := start(t, tenantPath(func(c *config.Config, _ *config.Source) { c.HTTP.MaxURLTenants = 2 }), nil)
 	body := []byte(`{"n":1}`)
 	sig := ghSign(body)
+	// Forged requests mint nothing: only a verified request's tenant counts against the cap.
+	for _, tenant := range []string{"f1", "f2", "f3"} {
+		postBody(t, inst, "/webhooks/"+tenant+"/gh", body, "X-Hub-Signature-256", ghSign([]byte("forged"))).expect(t, 401, "verification_failed")
+	}
 	for _, tenant := range []string{"t1", "t2"} {
 		postBody(t, inst, "/webhooks/"+tenant+"/gh", body, "X-Hub-Signature-256", sig).expect(t, 201, "")
 	}
