@@ -2,11 +2,8 @@ package edge_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,55 +17,16 @@ import (
 	"github.com/ankusa-go/ankusa/test/poll"
 )
 
-// quotaClient bounds every call: a hang fails the test instead of stalling it.
-var quotaClient = &http.Client{Timeout: 20 * time.Second}
-
-// tryPostBody is postBody for goroutines: it returns its error instead of failing the test.
-func tryPostBody(inst *instance.Instance, path string, body []byte, headers ...string) (reply, error) {
-	req, err := http.NewRequest(http.MethodPost, "http://"+inst.IngestAddr()+path, bytes.NewReader(body))
-	if err != nil {
-		return reply{}, err
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
-	}
-	resp, err := quotaClient.Do(req)
-	if err != nil {
-		return reply{}, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return reply{}, err
-	}
-	r := reply{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), raw: b}
-	if err := json.Unmarshal(b, &r.body); err != nil {
-		return r, fmt.Errorf("answer %d is not a JSON object: %q", resp.StatusCode, b)
-	}
-	return r, nil
-}
-
-type result struct {
-	r   reply
-	err error
-}
-
-func postAsync(inst *instance.Instance, path string, body []byte, headers ...string) <-chan result {
-	ch := make(chan result, 1)
-	go func() {
-		r, err := tryPostBody(inst, path, body, headers...)
-		ch <- result{r, err}
-	}()
+// postAsync posts from a goroutine; the reply carries any error to the test goroutine.
+func postAsync(inst *instance.Instance, path string, body []byte, headers ...string) <-chan reply {
+	ch := make(chan reply, 1)
+	go func() { ch <- send(inst, path, body, headers...) }()
 	return ch
 }
 
 func forge(t *testing.T, inst *instance.Instance, source string, size int) reply {
 	t.Helper()
-	r, err := tryPostBody(inst, "/webhooks/"+source, bytes.Repeat([]byte("q"), size), "X-Hub-Signature-256", forgedSig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return postBody(t, inst, "/webhooks/"+source, bytes.Repeat([]byte("q"), size), "X-Hub-Signature-256", forgedSig)
 }
 
 func quotaRefused(inst *instance.Instance, source, quota string) float64 {
@@ -152,22 +110,14 @@ func TestPenAnswerAndOutcomeAgree(t *testing.T) {
 	poll.True(t, 10*time.Second, "the first pen write in its synced write", func() bool { return entered.Load() == 1 })
 	// The pen's writer is busy with the first group: this one waits in its buffer past its timeout.
 	queued := postAsync(inst, "/webhooks/pen", []byte(`{"n":"queued"}`), "X-Hub-Signature-256", forgedSig)
-	q := <-queued
-	if q.err != nil {
-		t.Fatal(q.err)
-	}
-	q.r.expect(t, 503, "store_unavailable")
+	(<-queued).expect(t, 503, "store_unavailable")
 	select {
 	case s := <-started:
-		t.Fatalf("a pen write whose group started was answered before its group returned: %d %s", s.r.status, s.r.raw)
+		t.Fatalf("a pen write whose group started was answered before its group returned: %d %s", s.status, s.raw)
 	default:
 	}
 	close(gate)
-	s := <-started
-	if s.err != nil {
-		t.Fatal(s.err)
-	}
-	s.r.expect(t, 202, "")
+	(<-started).expect(t, 202, "")
 	held, err := inst.Store().ListQuarantine("", 10)
 	if err != nil {
 		t.Fatal(err)
@@ -211,11 +161,7 @@ func TestDedupeSourceShare(t *testing.T) {
 		c.Dedupe.MaxEntriesPerSource = 2
 	}, nil)
 	post := func(source, key string) reply {
-		r, err := tryPostBody(inst, "/webhooks/"+source, []byte(`{}`), "X-GitHub-Delivery", key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
+		return postBody(t, inst, "/webhooks/"+source, []byte(`{}`), "X-GitHub-Delivery", key)
 	}
 	post("gh-a", "k-1").expect(t, 201, "")
 	post("gh-a", "k-2").expect(t, 201, "")
