@@ -21,10 +21,6 @@ type Claimed struct {
 	Row   DeliveryRow // the delivery row as it was when claimed
 }
 
-func (c *Claimed) inflightKey(dst []byte) []byte {
-	return InflightKey{Ord: c.Ord, Seq: c.Seq, Sink: c.Sink}.Append(dst)
-}
-
 // undecodableReason is the dead reason of a row whose delivery row cannot be decoded (inventory, GET /v1/dlq).
 const undecodableReason = "undecodable delivery row"
 

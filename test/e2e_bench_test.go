@@ -2,7 +2,6 @@ package test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -85,7 +84,7 @@ func BenchmarkEndToEndHTTPSink(b *testing.B) {
 		_ = inst.Stop()
 		srv.Close()
 		if int64(len(lags)) < rep.Accepted {
-			b.Fatal(fmt.Sprintf("%d acked hooks not delivered within the drain window", rep.Accepted-int64(len(lags))))
+			b.Fatalf("%d acked hooks not delivered within the drain window", rep.Accepted-int64(len(lags)))
 		}
 	}
 }

@@ -63,12 +63,11 @@ type scheme struct {
 
 // prep is what one request yields before any key is used. It lives on the caller's stack.
 type prep struct {
-	n       int
-	bad     bool // an offered signature of this scheme did not decode, or there were too many
-	sigs    [MaxCandidates][sigBufBytes]byte
-	ts      []byte
-	hvals   [maxSignedHeaders][]byte
-	bodyLen int
+	n     int
+	bad   bool // an offered signature of this scheme did not decode, or there were too many
+	sigs  [MaxCandidates][sigBufBytes]byte
+	ts    []byte
+	hvals [maxSignedHeaders][]byte
 }
 
 // compileTemplate parses a `signed` template over {body}, {ts} and {header:NAME}.

@@ -529,12 +529,12 @@ func TestOptionsAreValidated(t *testing.T) {
 	// Every problem at once.
 	f(map[string]any{"method": "get", "timeout_ms": -1}, "url: is required", "method:", "timeout_ms:")
 
-	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{"url": ok, "method": "Patch", "timeout_ms": 2500.0,
+	_, err := New(config.SinkSpec{Type: Type, Options: map[string]any{"url": ok, "method": "Patch", "timeout_ms": 2500.0,
 		"secret": whsec("k"), "max_response_bytes": 0, "forward_headers": []any{}, "timeout": nil}}, sinks.Deps{})
 	if err == nil || !strings.Contains(err.Error(), "timeout: unknown option") {
 		t.Fatalf("a nil-valued unknown key: err = %v", err)
 	}
-	s, err = New(config.SinkSpec{Type: Type, Options: map[string]any{"url": ok, "method": "Patch", "timeout_ms": 2500.0,
+	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{"url": ok, "method": "Patch", "timeout_ms": 2500.0,
 		"secret": whsec("k"), "max_response_bytes": 0, "forward_headers": []any{}}}, sinks.Deps{})
 	if err != nil {
 		t.Fatal(err)
