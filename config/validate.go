@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -95,6 +96,13 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "batcher.group_commit_max_bytes", b.GroupCommitMaxBytes)
 	positive(ps, "batcher.group_commit_max_records", b.GroupCommitMaxRecords)
 	positive(ps, "batcher.record_deadline_ms", b.RecordDeadlineMS)
+	// A largest body must fit the queue that admits it, and a record's size is stored in 32 bits.
+	if b.MaxQueueBytes > 0 && c.HTTP.MaxBodyBytes > b.MaxQueueBytes {
+		ps.mustBe("http.max_body_bytes", "<= batcher.max_queue_bytes (a largest body must fit the queue)", c.HTTP.MaxBodyBytes)
+	}
+	if c.HTTP.MaxBodyBytes > math.MaxUint32 {
+		ps.mustBe("http.max_body_bytes", "<= 4294967295 (a record's size is 32 bits)", c.HTTP.MaxBodyBytes)
+	}
 
 	nonNegative(ps, "listener.drain_delay_ms", c.Listener.DrainDelayMS)
 	c.validateDispatch(ps)

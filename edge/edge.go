@@ -207,6 +207,20 @@ func BatcherChild(i int) string {
 	return "batcher-" + digits[i/10:i/10+1] + digits[i%10:i%10+1]
 }
 
+// headerOnly is a header's value from the request head. fasthttp's Peek falls back to
+// a chunked body's trailer section, which is never validated or stored: a value found
+// only there is not a header, for verification and dedupe alike.
+func headerOnly(h *fasthttp.RequestHeader, name string) []byte {
+	v := h.Peek(name)
+	if len(v) == 0 {
+		return v
+	}
+	if t := h.PeekTrailer(name); len(t) > 0 && &t[0] == &v[0] {
+		return nil
+	}
+	return v
+}
+
 // scratch is one request's reusable memory.
 type scratch struct {
 	ctx    *fasthttp.RequestCtx
@@ -225,7 +239,7 @@ func newScratch() *scratch {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	sc := &scratch{body: make([]byte, 0, 16<<10), arena: make([]byte, 0, 2<<10), timer: t, resp: make([]byte, 0, 128)}
-	sc.header = func(name string) []byte { return sc.ctx.Request.Header.Peek(name) }
+	sc.header = func(name string) []byte { return headerOnly(&sc.ctx.Request.Header, name) }
 	sc.query = func(name string) []byte { return sc.ctx.QueryArgs().Peek(name) }
 	return sc
 }

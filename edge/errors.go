@@ -49,6 +49,10 @@ var (
 	refuseQuarantineFull = &RefusedError{Status: 503, Reason: "quarantine_full", RetryAfter: 60}
 	refuseTenantOverload = &RefusedError{Status: 429, Reason: "tenant_overload", RetryAfter: 1}
 	refuseTooManyConns   = &RefusedError{Status: 429, Reason: "too_many_connections", RetryAfter: 1}
+	// refuseBodyRead carries no detail: the read error's text names the node's addresses.
+	refuseBodyRead       = &RefusedError{Status: 400, Reason: "body_read_failed"}
+	refuseLengthRequired = &RefusedError{Status: 411, Reason: "length_required"}
+	refuseInternal       = &RefusedError{Status: 500, Reason: "internal"}
 )
 
 // Errors of ingest steps that refusalOf maps to their answer.
@@ -96,10 +100,6 @@ func refuseInvalidHeader(name []byte, nameOK bool) *RefusedError {
 		v = jsonString(string(name))
 	}
 	return &RefusedError{Status: 400, Reason: "invalid_header", Detail: refusalDetail{"header", v}}
-}
-
-func refuseBodyRead(err error) *RefusedError {
-	return &RefusedError{Status: 400, Reason: "body_read_failed", Detail: refusalDetail{"reason", jsonString(err.Error())}}
 }
 
 func jsonString(s string) string {

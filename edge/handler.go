@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +22,14 @@ import (
 )
 
 // Handle is the fasthttp handler of the ingest listener: a catch-all POST, plus
-// GET /health and GET /ready.
+// GET /health and GET /ready. A panic is answered 500 internal, counted and logged;
+// the process goes on.
 func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.recovered(ctx, p)
+		}
+	}()
 	if !ctx.IsPost() {
 		if ctx.IsGet() {
 			switch string(ctx.Path()) {
@@ -37,6 +45,48 @@ func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	e.ingest(ctx)
+}
+
+// recovered answers a request whose handler panicked. The log names the panic and its
+// stack, never the request's body or headers; a panic value that is not a runtime error
+// is named by its type alone, since it may carry request bytes.
+func (e *Edge) recovered(ctx *fasthttp.RequestCtx, p any) {
+	e.tel.IngestPanic()
+	ev := e.log.Error().Bytes("stack", debug.Stack())
+	if re, ok := p.(runtime.Error); ok {
+		ev = ev.Str("panic", re.Error())
+	} else {
+		ev = ev.Str("panic_type", fmt.Sprintf("%T", p))
+	}
+	ev.Msg("ingest handler panicked")
+	// Not Response.Reset: it would drop the server's per-connection header settings.
+	ctx.Response.ResetBody()
+	ctx.Response.Header.Del("Retry-After")
+	writeRefusal(ctx, refuseInternal)
+}
+
+// preReadChecked marks a request whose pre-read checks the Expect handler already ran.
+type preReadChecked struct{}
+
+// expect runs, for a request that sent Expect: 100-continue, every refusal that needs
+// no body, so a request that will be refused gets its refusal instead of 100 Continue.
+// It answers fasthttp.StatusContinue to go on.
+func (e *Edge) expect(ctx *fasthttp.RequestCtx) int {
+	if !ctx.IsPost() {
+		return fasthttp.StatusContinue // Handle answers it without reading a body
+	}
+	rq := request{ctx: ctx, start: time.Now()}
+	err := e.resolveSource(&rq)
+	if err == nil {
+		err = e.checkBeforeRead(&rq)
+	}
+	if err != nil {
+		r, _ := refusalOf(err)
+		e.refuseEarly(ctx, r)
+		return r.Status
+	}
+	ctx.SetUserValue(preReadChecked{}, true)
+	return fasthttp.StatusContinue
 }
 
 // request is one POST as it moves through the steps of ingest. It lives on the
@@ -80,9 +130,11 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 		e.refuseEarly(ctx, err)
 		return
 	}
-	if err := e.checkBeforeRead(&rq); err != nil {
-		e.refuseEarly(ctx, err)
-		return
+	if ctx.UserValue(preReadChecked{}) == nil {
+		if err := e.checkBeforeRead(&rq); err != nil {
+			e.refuseEarly(ctx, err)
+			return
+		}
 	}
 	rq.sc = e.scratch.Get().(*scratch)
 	rq.sc.ctx = ctx
@@ -140,9 +192,12 @@ func (e *Edge) resolveSource(rq *request) error {
 	return nil
 }
 
-// checkBeforeRead runs the pre-read admission (rates, the tenant's body cap) and the
-// header check: everything that can refuse before a body byte is read.
+// checkBeforeRead runs the framing check, the pre-read admission (rates, the tenant's
+// body cap) and the header check: everything that can refuse before a body byte is read.
 func (e *Edge) checkBeforeRead(rq *request) error {
+	if !framed(&rq.ctx.Request.Header) {
+		return refuseLengthRequired
+	}
 	if r := e.preRead(rq.ctx, rq.src, rq.tenant, rq.start); r != nil {
 		return r
 	}
@@ -169,7 +224,8 @@ func (e *Edge) readBody(rq *request) error {
 		if errors.Is(err, errTooLarge) {
 			return refuseTooLarge(maxBody)
 		}
-		return refuseBodyRead(err)
+		e.log.Debug().Str("error", redactMessage(err.Error())).Msg("request body could not be read")
+		return refuseBodyRead
 	}
 	if r := e.chargeRead(rq.ctx, rq.src, len(body), rq.start); r != nil {
 		return r
@@ -467,6 +523,39 @@ func (e *Edge) writeReady(ctx *fasthttp.RequestCtx) {
 		}
 	}
 	ctx.SetBodyString(`{"status":"` + status + `","instance":` + jsonString(e.set.Instance) + `,"store":"` + st + `"}`)
+}
+
+// framed reports whether a request says where its body ends: a Content-Length or
+// chunked transfer coding. fasthttp reads a request with neither as an empty body
+// (ContentLength -2 until then, 0 after), which would store an empty hook; the design
+// answers 411. Only a zero length needs the raw head checked, so the common case costs
+// nothing.
+func framed(h *fasthttp.RequestHeader) bool {
+	switch cl := h.ContentLength(); {
+	case cl == -2:
+		return false
+	case cl != 0:
+		return true
+	}
+	raw := h.RawHeaders()
+	return hasHeaderLine(raw, "content-length:") || hasHeaderLine(raw, "transfer-encoding:")
+}
+
+// hasHeaderLine reports whether the raw head holds a line starting with name (lower
+// case, with its colon), compared without regard to case.
+func hasHeaderLine(raw []byte, name string) bool {
+	for len(raw) > 0 {
+		line := raw
+		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+			line, raw = raw[:i], raw[i+1:]
+		} else {
+			raw = nil
+		}
+		if len(line) >= len(name) && strings.EqualFold(view(line[:len(name)]), name) {
+			return true
+		}
+	}
+	return false
 }
 
 var errTooLarge = errors.New("edge: body over max_body_bytes")

@@ -105,6 +105,8 @@ func (l *listener) start(self *actor.PID) error {
 		// own limit (a plain-text 503) sits above it and is never reached.
 		Concurrency:  set.MaxConns + 1024,
 		ErrorHandler: l.e.transportError,
+		// Expect: 100-continue is answered only once the refusals that need no body passed.
+		ExpectHandler: l.e.expect,
 		// fasthttp quotes a malformed request head (Authorization, ?token= and all) in
 		// its errors unless told not to; its own messages go to zerolog, sampled.
 		SecureErrorLogMessage: true,
@@ -187,7 +189,8 @@ func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne) && ne.Timeout():
-		e.refuseEarly(ctx, refuseBodyRead(err))
+		e.log.Debug().Str("error", redactMessage(err.Error())).Msg("request body could not be read")
+		e.refuseEarly(ctx, refuseBodyRead)
 	default:
 		e.log.Debug().Str("error", redactMessage(err.Error())).Msg("request could not be parsed")
 		e.refuseEarly(ctx, refuseBadRequest)

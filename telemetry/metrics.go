@@ -30,6 +30,10 @@ type Metrics struct {
 	StoreUnavailable prometheus.Gauge
 	// SourcesWithoutDedupe counts the configured sources with no dedupe (each also a boot warning).
 	SourcesWithoutDedupe prometheus.Gauge
+	// IngestPanics counts ingest requests whose handler panicked (answered 500 internal).
+	IngestPanics prometheus.Counter
+	// IngestBodyBytes is the body bytes being read at once, before admission.
+	IngestBodyBytes prometheus.Gauge
 
 	Dispatch *DispatchMetrics
 	Trust    *TrustMetrics
@@ -81,7 +85,13 @@ func newMetrics(instance string) *Metrics {
 	m.SourcesWithoutDedupe = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "ankusa_sources_without_dedupe", Help: "Configured sources with no dedupe key.", ConstLabels: l,
 	})
-	reg.MustRegister(m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
+	m.IngestPanics = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "ankusa_ingest_panics_total", Help: "Ingest requests whose handler panicked; each was answered 500 internal.", ConstLabels: l,
+	})
+	m.IngestBodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "ankusa_ingest_body_bytes_reading", Help: "Body bytes reserved by requests whose body is being read, before admission.", ConstLabels: l,
+	})
+	reg.MustRegister(m.IngestPanics, m.IngestBodyBytes, m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)

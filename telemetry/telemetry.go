@@ -67,6 +67,9 @@ func (t *Telemetry) Refused(reason string) {
 	t.Metrics.IngestRefused.WithLabelValues(reason).Inc()
 }
 
+// IngestPanic records an ingest request whose handler panicked.
+func (t *Telemetry) IngestPanic() { t.Metrics.IngestPanics.Inc() }
+
 // LoadShed records a request shed because its partition was full.
 func (t *Telemetry) LoadShed() { t.Metrics.LoadShed.Inc() }
 
