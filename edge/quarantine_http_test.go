@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/ankusa-go/ankusa/verify"
 )
@@ -80,6 +81,9 @@ func TestQuarantineReleaseAfterRotation(t *testing.T) {
 	hs := hooks(t, inst)
 	if len(hs) != 1 || string(hs[0].Body) != string(body) {
 		t.Fatalf("committed %d hooks", len(hs))
+	}
+	if hs[0].Verification != store.VerificationOK || hs[0].Flagged {
+		t.Fatalf("released hook stored with verification %q flagged=%v, want ok", hs[0].Verification, hs[0].Flagged)
 	}
 	found := false
 	for _, h := range held {

@@ -95,7 +95,8 @@ func ForwardedHeaders(h []Header, allow []string) []Header { return Forward{Allo
 // Under the default filter (Allow == nil) every stored header is forwarded except credentials
 // (CredentialHeaders, the one list the edge's store_headers policy uses too), the proxy headers unless Proxy
 // is set, the framing and hop-by-hop headers the sink itself owns (host, content-length, content-type,
-// connection, keep-alive, transfer-encoding, te, trailer, upgrade, expect) and every x-ankusa-* header. With
+// connection, keep-alive, transfer-encoding, te, trailer, upgrade, expect, proxy-connection) and every
+// x-ankusa-* header. With
 // an allow list only the listed names are forwarded. Listing a credential or a proxy header forwards it (the
 // operator asked for it), but the framing headers and x-ankusa-* are never forwarded: the sink sets them, and
 // a provider must not be able to spoof them. Repeated headers keep their order. The result never aliases h's
@@ -129,7 +130,7 @@ func (f Forward) Headers(h []Header) []Header {
 func owned(name string) bool {
 	switch name {
 	case "host", "content-length", "content-type", "connection", "keep-alive", "transfer-encoding", "te",
-		"trailer", "upgrade", "expect":
+		"trailer", "upgrade", "expect", "proxy-connection":
 		return true
 	}
 	return strings.HasPrefix(name, "x-ankusa-")
