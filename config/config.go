@@ -41,6 +41,7 @@ type Config struct {
 	RateLimits RateLimits `yaml:"rate_limits"`
 	Quarantine Quarantine `yaml:"quarantine"`
 	Dedupe     Dedupe     `yaml:"dedupe"`
+	Store      Store      `yaml:"store"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
 	Sources map[string]Source `yaml:"sources" config:"noecho"`
 
@@ -222,4 +223,16 @@ func (c *Config) HasRole(r string) bool {
 // StoreDir is the instance's RocksDB directory: <data_dir>/<instance>/store.
 func (c *Config) StoreDir() string {
 	return filepath.Join(c.Node.DataDir, c.Instance, "store")
+}
+
+// Store is how the node keeps its store writable (docs/architecture.md, "Store recovery").
+type Store struct {
+	// ReopenMinMS (default 5000): after a failed write the store is reopened at most once per this interval;
+	// it is also the first back-off of a reopen that fails. > 0.
+	ReopenMinMS int `yaml:"reopen_min_ms"`
+	// ReopenMaxMS (default 60000): the back-off doubles (jittered) up to this. >= reopen_min_ms.
+	ReopenMaxMS int `yaml:"reopen_max_ms"`
+	// CommitStallMS (default 5000): a synced write running longer than this flips /ready to 503
+	// commit_stalled and counts a stall; the write itself is still waited for. > 0.
+	CommitStallMS int `yaml:"commit_stall_ms"`
 }

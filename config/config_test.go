@@ -115,6 +115,9 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"batcher.record_deadline_ms", "batcher: {record_deadline_ms: 0}", nil, "batcher.record_deadline_ms", "must be > 0"},
 		{"listener.drain_delay_ms", "listener: {drain_delay_ms: -1}", nil, "listener.drain_delay_ms", "must be >= 0"},
 		{"listener.drain_timeout_ms", "listener: {drain_timeout_ms: 0}", nil, "listener.drain_timeout_ms", "must be > 0"},
+		{"store.reopen_min_ms", "store: {reopen_min_ms: 0}", nil, "store.reopen_min_ms", "must be > 0"},
+		{"store.reopen_max_ms", "store: {reopen_max_ms: 1000}", nil, "store.reopen_max_ms", ">= store.reopen_min_ms"},
+		{"store.commit_stall_ms", "store: {commit_stall_ms: -1}", nil, "store.commit_stall_ms", "must be > 0"},
 		{"source id", "sources: {'bad id': {sinks: [{type: log}]}}", nil, "sources.bad id", "source id must match"},
 		{"reserved lifecycle id", "sources: {'ankusa:lifecycle': {sinks: [{type: log}]}}", nil, "sources.ankusa:lifecycle", "source id must match"},
 		{"source tenant", "sources: {gh: {tenant: 'x/y', sinks: [{type: log}]}}", nil, "sources.gh.tenant", "must match"},
@@ -340,7 +343,9 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		// Inventory B.3 quarantine row; dedupe bounds are unpublished (ours, trust.go).
 		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000, SourceShare: 0.1,
 			TenantShare: 0.5, RetentionSeconds: 604_800, WriteTimeoutMS: 5000},
-		Dedupe:  Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		Dedupe: Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		// Inventory E.1: "reopen (≤ once / 5 s); … retries open after 5, 10, 20, 40, 60 s".
+		Store:   Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
 		Sources: map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {

@@ -51,6 +51,7 @@ func Default() *Config {
 		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000, SourceShare: 0.1,
 			TenantShare: 0.5, RetentionSeconds: 7 * 24 * 3600, WriteTimeoutMS: 5000},
 		Dedupe:  Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		Store:   Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
 		Sources: map[string]Source{},
 	}
 	return c

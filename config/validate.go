@@ -108,6 +108,12 @@ func (c *Config) validate(ps *problems) {
 	c.validateDispatch(ps)
 	positive(ps, "listener.drain_timeout_ms", c.Listener.DrainTimeoutMS)
 
+	positive(ps, "store.reopen_min_ms", c.Store.ReopenMinMS)
+	if c.Store.ReopenMaxMS < c.Store.ReopenMinMS {
+		ps.mustBe("store.reopen_max_ms", ">= store.reopen_min_ms", c.Store.ReopenMaxMS)
+	}
+	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
+
 	c.validateTrust(ps)
 
 	for id, s := range c.Sources {

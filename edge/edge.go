@@ -79,10 +79,9 @@ func SettingsFrom(cfg *config.Config) Settings {
 
 // Health is the readiness state the ingest and admin listeners report.
 type Health struct {
-	draining      atomic.Bool
-	notAccepting  atomic.Bool
-	storeOpen     atomic.Bool
-	lastFailureNs atomic.Int64
+	draining     atomic.Bool
+	notAccepting atomic.Bool
+	storeHealth  // the store's part (storehealth.go)
 }
 
 // SetDraining flips /ready to 503 draining.
@@ -96,21 +95,13 @@ func (h *Health) SetAccepting(ok bool) {
 	}
 }
 
-// SetStoreOpen records whether the store is open.
-func (h *Health) SetStoreOpen(open bool) { h.storeOpen.Store(open) }
-
-// WriteFailed records a failed store write; /ready is 503 for five seconds after one.
-func (h *Health) WriteFailed(now time.Time) { h.lastFailureNs.Store(now.UnixNano()) }
-
 // Ready reports readiness and, when not ready, the reason and the store check's value.
 func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
 	switch {
 	case h.draining.Load():
 		return false, "draining", "ok"
-	case !h.storeOpen.Load():
-		return false, "unavailable", "store_unavailable"
-	case now.UnixNano()-h.lastFailureNs.Load() < int64(5*time.Second):
-		return false, "unavailable", "write_failed"
+	case h.storeNotReady() != "":
+		return false, "unavailable", h.storeNotReady()
 	case h.notAccepting.Load():
 		return false, "unavailable", "ok"
 	}

@@ -11,48 +11,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
-
-// storeOwner is the child that owns the RocksDB handle: it opens the store when it
-// starts (a store that refuses to open fails the boot) and closes it when it stops.
-// Everything after it in the tree reaches the handle through the instance.
-type storeOwner struct{ i *Instance }
-
-func newStoreProps(i *Instance) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &storeOwner{i: i} })
-}
-
-func (s *storeOwner) Receive(ctx actor.Context) {
-	switch ctx.Message().(type) {
-	case *actor.Started:
-		start := time.Now()
-		db, err := store.Open(store.Options{Dir: s.i.cfg.StoreDir(), Log: s.i.log, Faults: s.i.opts.Faults,
-			DedupeMaxEntries: s.i.cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: s.i.cfg.Dedupe.MaxEntriesPerTenant,
-			DedupeMaxEntriesPerSource: s.i.cfg.Dedupe.MaxEntriesPerSource})
-		if err != nil {
-			panic(err)
-		}
-		s.i.db.Store(db)
-		s.i.health.SetStoreOpen(true)
-		s.i.log.Info().Str("dir", s.i.cfg.StoreDir()).Uint64("next_seq", db.NextSeq()).
-			Dur("open", time.Since(start)).Msg("store open")
-	case *actor.Stopping, *actor.Restarting:
-		s.close()
-	}
-}
-
-func (s *storeOwner) close() {
-	db := s.i.db.Swap(nil)
-	s.i.health.SetStoreOpen(false)
-	if db == nil {
-		return
-	}
-	if err := db.Close(); err != nil {
-		s.i.log.Error().Err(err).Msg("store close")
-	}
-}
 
 // gauges samples what the metrics cannot count as it happens: queue depth and the store's
 // next seq, every interval. Each sample is a few atomic reads: O(1) whatever the backlog.
@@ -91,8 +51,8 @@ func (g *gauges) sample() {
 	}
 	if db := g.i.db.Load(); db != nil {
 		g.i.tel.StoreNextSeq(db.NextSeq())
-		g.i.tel.Metrics.StoreUnavailable.Set(0)
 	}
+	g.i.tel.StoreUnavailable(g.i.health.StoreUnavailable(time.Now()))
 }
 
 // admin serves the operator surface: GET /metrics (the instance's own registry),

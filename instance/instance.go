@@ -193,12 +193,14 @@ func (i *Instance) withKill(p *actor.Props) *actor.Props {
 func (i *Instance) onCommit(c store.CommitInfo) {
 	class := ""
 	if c.Err != nil {
-		i.health.WriteFailed(time.Now())
+		i.storeWriteFailed(time.Now())
 		class = "other"
 		var we *store.WriteError
 		if errors.As(c.Err, &we) {
 			class = string(we.Class)
 		}
+	} else {
+		i.health.WriteSucceeded()
 	}
 	i.tel.Commit(c.Duration, c.Records, c.Bytes, c.Err, class)
 }
@@ -283,6 +285,9 @@ func (r dbRef) CommitHooks(recs []*store.Record) (uint64, error) {
 	if db == nil {
 		return 0, store.ErrClosed
 	}
+	// Bracketed for the stall watchdog (storeowner.go), which only reads the start.
+	r.i.health.CommitStarted(time.Now())
+	defer r.i.health.CommitEnded()
 	return db.CommitHooks(recs)
 }
 

@@ -468,6 +468,28 @@ func (db *DB) Close() error {
 	return nil
 }
 
+// Probe tells whether the store takes a synced write now: it rewrites the store id, unchanged, through the
+// commit path's locks, fault hook and write options. The store owner calls it after a failed write (and after
+// reopening) so readiness returns once a write succeeds, without waiting for a caller's hook to try.
+func (db *DB) Probe() error {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	if f := db.faults; f != nil && f.BeforeCommit != nil {
+		if err := f.BeforeCommit(); err != nil {
+			return &WriteError{Class: classify(err), Err: err}
+		}
+	}
+	if err := db.rdb.PutCF(db.wo, db.cfs[cfDefault], []byte(metaStoreID), []byte(db.storeID)); err != nil {
+		return &WriteError{Class: classify(err), Err: err}
+	}
+	return nil
+}
+
 // Dir is the directory the store lives in.
 func (db *DB) Dir() string { return db.dir }
 

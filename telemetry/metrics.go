@@ -28,6 +28,8 @@ type Metrics struct {
 	QueueBytes       prometheus.Gauge
 	StoreNextSeq     prometheus.Gauge
 	StoreUnavailable prometheus.Gauge
+	StoreReopens     *prometheus.CounterVec // result: ok|error
+	CommitStalls     prometheus.Counter
 	// SourcesWithoutDedupe counts the configured sources with no dedupe (each also a boot warning).
 	SourcesWithoutDedupe prometheus.Gauge
 	// IngestPanics counts ingest requests whose handler panicked (answered 500 internal).
@@ -79,7 +81,13 @@ func newMetrics(instance string) *Metrics {
 			Name: "ankusa_store_next_seq", Help: "The next sequence number the store will assign.", ConstLabels: l,
 		}),
 		StoreUnavailable: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "ankusa_store_unavailable_seconds", Help: "How long the store has been unable to commit (0 when healthy).", ConstLabels: l,
+			Name: "ankusa_store_unavailable_seconds", Help: "How long the store has been unable to commit: seconds since the first failed write (or close) not yet followed by a successful one; 0 when writable.", ConstLabels: l,
+		}),
+		StoreReopens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ankusa_store_reopen_total", Help: "Store reopens after a failed write, by result (ok|error).", ConstLabels: l,
+		}, []string{"result"}),
+		CommitStalls: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ankusa_store_commit_stalls_total", Help: "Synced writes that ran longer than store.commit_stall_ms.", ConstLabels: l,
 		}),
 	}
 	m.SourcesWithoutDedupe = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -93,6 +101,7 @@ func newMetrics(instance string) *Metrics {
 	})
 	reg.MustRegister(m.IngestPanics, m.IngestBodyBytes, m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
+		m.StoreReopens, m.CommitStalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)
 	m.Trust = newTrustMetrics(reg, l)

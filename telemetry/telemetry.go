@@ -90,6 +90,24 @@ func (t *Telemetry) IngestQueue(records, bytes int64) {
 	t.Metrics.QueueBytes.Set(float64(bytes))
 }
 
+// StoreUnavailable reports how long the store has been unable to commit (0: writable).
+func (t *Telemetry) StoreUnavailable(d time.Duration) { t.Metrics.StoreUnavailable.Set(d.Seconds()) }
+
+// StoreReopened counts one reopen of the store after a failed write; err is why it failed, nil when it opened.
+func (t *Telemetry) StoreReopened(err error) {
+	if err != nil {
+		t.Metrics.StoreReopens.WithLabelValues("error").Inc()
+		return
+	}
+	t.Metrics.StoreReopens.WithLabelValues("ok").Inc()
+}
+
+// CommitStalled counts a synced write that outran store.commit_stall_ms.
+func (t *Telemetry) CommitStalled(running time.Duration) {
+	t.Metrics.CommitStalls.Inc()
+	t.Log.Warn().Dur("running", running).Msg("store commit stalled: /ready is 503 commit_stalled until it returns")
+}
+
 // StoreNextSeq reports the seq the store assigns next (sampled).
 func (t *Telemetry) StoreNextSeq(seq uint64) { t.Metrics.StoreNextSeq.Set(float64(seq)) }
 
