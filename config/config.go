@@ -60,6 +60,9 @@ type Node struct {
 // Log is the log section.
 type Log struct {
 	Level string `yaml:"level"` // default "info"; debug|info|warning|error
+	// Format is "auto" (default: human-readable console lines when stderr is a terminal, JSON lines
+	// otherwise), "json" or "console".
+	Format string `yaml:"format"`
 }
 
 // HTTP is the ingest listener.

@@ -78,6 +78,7 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		// enums
 		{"wal.type", "wal: {type: disk2}", nil, "wal.type", `must be one of disk|dual|none, got "disk2"`},
 		{"log.level", "log: {level: warn}", nil, "log.level", `must be one of debug|info|warning|error, got "warn"`},
+		{"log.format", "log: {format: text}", nil, "log.format", `must be one of auto|json|console, got "text"`},
 		{"http.routing", "http: {routing: host}", nil, "http.routing", `must be one of path|tenant_path, got "host"`},
 		{"sink type", "sources: {gh: {sinks: [{type: smtp}]}}", nil, "sources.gh.sinks[0].type", `must be one of log|http|kafka|rabbitmq|nats|redis|sqs|google_pubsub, got "smtp"`},
 		{"sink type missing", "sources: {gh: {sinks: [{url: x}]}}", nil, "sources.gh.sinks[0].type", "is required"},
@@ -136,6 +137,7 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"ANKUSA_ROLES blank", "", map[string]string{"ANKUSA_ROLES": " , "}, "ANKUSA_ROLES", "at least one role"},
 		{"ANKUSA_WAL_TYPE", "", map[string]string{"ANKUSA_WAL_TYPE": "memory"}, "ANKUSA_WAL_TYPE", "must be one of disk|dual|none"},
 		{"ANKUSA_LOG_LEVEL", "", map[string]string{"ANKUSA_LOG_LEVEL": "trace"}, "ANKUSA_LOG_LEVEL", "must be one of debug|info|warning|error"},
+		{"ANKUSA_LOG_FORMAT", "", map[string]string{"ANKUSA_LOG_FORMAT": "pretty"}, "ANKUSA_LOG_FORMAT", "must be one of auto|json|console"},
 		{"ANKUSA_INSTANCE", "", map[string]string{"ANKUSA_INSTANCE": "a/b"}, "ANKUSA_INSTANCE", "must match"},
 		// interpolation
 		{"unset variable", "node: {data_dir: '${DATA}'}", nil, "node.data_dir", "environment variable DATA is not set"},
@@ -293,10 +295,11 @@ wal: {type: disk}
 		"ANKUSA_ROLES":      " storage, edge ,dispatch,edge",
 		"ANKUSA_WAL_TYPE":   "dual",
 		"ANKUSA_LOG_LEVEL":  "error",
+		"ANKUSA_LOG_FORMAT": "console",
 	}
 	c := mustParse(t, file, env)
-	got := []any{c.Instance, c.Node.DataDir, c.HTTP.Port, c.Admin.Port, c.Admin.IP, c.Node.Roles, c.WAL.Type, c.Log.Level}
-	want := []any{"fromenv", "/env", 3333, 4444, "::1", []string{"storage", "edge", "dispatch"}, "dual", "error"}
+	got := []any{c.Instance, c.Node.DataDir, c.HTTP.Port, c.Admin.Port, c.Admin.IP, c.Node.Roles, c.WAL.Type, c.Log.Level, c.Log.Format}
+	want := []any{"fromenv", "/env", 3333, 4444, "::1", []string{"storage", "edge", "dispatch"}, "dual", "error", "console"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -326,7 +329,7 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 	want := &Config{
 		Instance: "default",
 		Node:     Node{DataDir: "./data", Roles: []string{"edge", "dispatch", "storage"}},
-		Log:      Log{Level: "info"},
+		Log:      Log{Level: "info", Format: "auto"},
 		HTTP: HTTP{Port: 4000, Prefix: "/webhooks", Routing: "path", MaxURLTenants: 1000, MaxBodyBytes: 8_000_000,
 			MaxConns: 10_000, MaxConnsPerIP: 512, HeaderTimeoutMS: 10_000, ReadTimeoutMS: 30_000, IdleTimeoutMS: 60_000},
 		MaxBodyBytes: 8_000_000,

@@ -17,7 +17,7 @@ func Default() *Config {
 			DataDir: "./data",
 			Roles:   []string{RoleEdge, RoleDispatch, RoleStorage},
 		},
-		Log: Log{Level: "info"},
+		Log: Log{Level: "info", Format: "auto"},
 		HTTP: HTTP{
 			IP:              "",
 			Port:            4000,

@@ -63,6 +63,13 @@ func applyEnv(c *Config, env func(string) (string, bool), ps *problems) {
 			ps.oneOf("ANKUSA_LOG_LEVEL", logLevels, v)
 		}
 	}
+	if v, ok := get("ANKUSA_LOG_FORMAT"); ok {
+		if slices.Contains(logFormats, v) {
+			c.Log.Format = v
+		} else {
+			ps.oneOf("ANKUSA_LOG_FORMAT", logFormats, v)
+		}
+	}
 }
 
 // envRoles parses ANKUSA_ROLES, a comma list; blanks around names and repeats are tolerated.

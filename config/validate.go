@@ -13,6 +13,7 @@ var (
 	roleNames    = []string{RoleClaimCheck, RoleDispatch, RoleEdge, RoleStorage}
 	walTypes     = []string{WALDisk, WALDual, WALNone}
 	logLevels    = []string{"debug", "info", "warning", "error"}
+	logFormats   = []string{"auto", "json", "console"}
 	routingModes = []string{"path", "tenant_path"}
 )
 
@@ -34,6 +35,9 @@ func (c *Config) validate(ps *problems) {
 	c.validateRoles(ps)
 	if !slices.Contains(logLevels, c.Log.Level) {
 		ps.oneOf("log.level", logLevels, c.Log.Level)
+	}
+	if !slices.Contains(logFormats, c.Log.Format) {
+		ps.oneOf("log.format", logFormats, c.Log.Format)
 	}
 
 	if c.HTTP.IP != "" && !validIP(c.HTTP.IP) {

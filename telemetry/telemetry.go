@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 )
 
@@ -32,13 +33,25 @@ func New(instance string, log zerolog.Logger) *Telemetry {
 	return &Telemetry{Instance: instance, Log: log, Metrics: newMetrics(instance)}
 }
 
-// NewLogger returns the process logger at level (debug|info|warning|error) writing JSON
-// lines to w (stderr when nil).
-func NewLogger(level string, w io.Writer) zerolog.Logger {
+// NewLogger returns the process logger at level (debug|info|warning|error) writing to w
+// (stderr when nil) in format: "json" lines for machines, "console" lines for people
+// (zerolog's ConsoleWriter: same fields, aligned and coloured), or "auto": console when w
+// is a terminal, since a terminal is read by a person and a pipe or file by a collector.
+func NewLogger(level, format string, w io.Writer) zerolog.Logger {
 	if w == nil {
 		w = os.Stderr
 	}
+	tty := isTerminal(w)
+	if format == "console" || (format == "auto" && tty) {
+		w = zerolog.ConsoleWriter{Out: w, NoColor: !tty, TimeFormat: time.RFC3339}
+	}
 	return zerolog.New(w).Level(ParseLevel(level)).With().Timestamp().Logger()
+}
+
+// isTerminal reports whether w is a file open on a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // ParseLevel maps the config's level names onto zerolog's (warning is zerolog's warn).

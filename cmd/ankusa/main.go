@@ -106,7 +106,7 @@ func serve(stderr io.Writer, env func(string) (string, bool)) error {
 	if err != nil {
 		return err
 	}
-	log := telemetry.NewLogger(cfg.Log.Level, stderr)
+	log := telemetry.NewLogger(cfg.Log.Level, cfg.Log.Format, stderr)
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}
