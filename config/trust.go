@@ -152,7 +152,7 @@ func (r *RateLimits) ByteLimit(tenant string) (lim Rate, ok bool) {
 type Quarantine struct {
 	Burst    float64 `yaml:"burst"`     // default 100 hooks per source bucket; >= 1
 	Rate     float64 `yaml:"rate"`      // default 20 hooks/s per source; > 0 (past it 429 quarantine_rate_limited)
-	MaxBytes int64   `yaml:"max_bytes"` // default 1 GiB held in the pen; > 0 (past it 503 quarantine_full)
+	MaxBytes int64   `yaml:"max_bytes"` // default 1 GiB of entries (body, headers, request line); > 0 (past it 503 quarantine_full)
 	// MaxPending bounds the writes waiting for the pen's disk write (503 overload past it). The original
 	// fixes it at 1 000 without a key; max_pending is this implementation's name.
 	MaxPending int `yaml:"max_pending"`

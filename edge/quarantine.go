@@ -21,7 +21,8 @@ import (
 // disk (503 overload). The writes are one group commit per pen tick; the sweeper deletes
 // what nobody released after quarantine.retention_seconds.
 //
-// The bytes a request checks are the store's (exact: they follow every put, release,
+// The bytes are what an entry stores (body, kept headers, request line: a flood of
+// empty bodies with large heads fills the budget too). The bytes a request checks are the store's (exact: they follow every put, release,
 // purge and sweep, and survive a restart) plus the writes in flight, reserved here until
 // their group returns. A write answered 503 never lands: it is withdrawn before its group
 // starts, and a write whose group started is waited out, as the ingest writer does.
@@ -48,7 +49,7 @@ func (w *penWrite) withdraw() bool { return w.state.CompareAndSwap(penQueued, pe
 // pen is the request-side state: the bytes of the writes in flight and how many wait.
 type pen struct {
 	mu sync.Mutex
-	// inflight are the body bytes of the writes queued or being written, on the node and
+	// inflight are the bytes of the writes queued or being written, on the node and
 	// by source and tenant (entries removed at zero, so the maps hold only what is in
 	// flight: at most quarantine.max_pending of each).
 	inflight       int64
@@ -136,7 +137,7 @@ func (e *Edge) penWrite(entry store.QuarantineEntry) *RefusedError {
 		return refuseOverload
 	}
 	defer p.waiting.Add(-1)
-	source, tenant, size := entry.Hook.Source, entry.Hook.Tenant, int64(len(entry.Hook.Body))
+	source, tenant, size := entry.Hook.Source, entry.Hook.Tenant, int64(store.QuarantineEntrySize(&entry))
 	if full := e.reserve(db, source, tenant, size); full != "" {
 		e.tel.QuotaRefused(source, full)
 		return refuseQuarantineFull

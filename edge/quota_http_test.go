@@ -48,27 +48,46 @@ func TestPenShareKeepsOneSourceFromFillingThePen(t *testing.T) {
 		pc := c.Sources["pc"]
 		pc.Tenant = "globex"
 		c.Sources["pc"] = pc
-		c.Quarantine.MaxBytes = 1000
-		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 0.3, 0.5
+		// An entry of a 4000-byte body costs 4000 to 4500 bytes (its head included): a source's share
+		// (15 000) holds three, a tenant's (22 500) five.
+		c.Quarantine.MaxBytes = 50_000
+		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 0.3, 0.45
 	}, nil)
 	for range 3 {
-		forge(t, inst, "pa", 100).expect(t, 202, "")
+		forge(t, inst, "pa", 4000).expect(t, 202, "")
 	}
-	full := forge(t, inst, "pa", 100)
+	full := forge(t, inst, "pa", 4000)
 	full.expect(t, 503, "quarantine_full")
 	if full.retryAfter != "60" {
 		t.Fatalf("Retry-After %q", full.retryAfter)
 	}
-	forge(t, inst, "pb", 100).expect(t, 202, "")
-	forge(t, inst, "pb", 100).expect(t, 202, "")
-	// Tenant default holds 500 of its 500 now: its third source would pass the tenant's share.
-	forge(t, inst, "pb", 100).expect(t, 503, "quarantine_full")
-	forge(t, inst, "pc", 100).expect(t, 202, "")
-	if bytes, n := inst.Store().QuarantineStats(); n != 6 || bytes != 600 {
-		t.Fatalf("pen holds %d entries, %d bytes; want 6, 600", n, bytes)
+	forge(t, inst, "pb", 4000).expect(t, 202, "")
+	forge(t, inst, "pb", 4000).expect(t, 202, "")
+	// Tenant default holds five entries now: a sixth would pass the tenant's share.
+	forge(t, inst, "pb", 4000).expect(t, 503, "quarantine_full")
+	forge(t, inst, "pc", 4000).expect(t, 202, "")
+	if _, n := inst.Store().QuarantineStats(); n != 6 {
+		t.Fatalf("pen holds %d entries, want 6", n)
 	}
 	if a, b := quotaRefused(inst, "pa", "quarantine_source"), quotaRefused(inst, "pb", "quarantine_tenant"); a != 1 || b != 1 {
 		t.Fatalf("refusals counted: pa %v by its source share, pb %v by its tenant share; want 1, 1", a, b)
+	}
+}
+
+// The pen's budgets count what an entry stores, its head included: a flood of empty bodies with large heads
+// fills the pen as surely as large bodies, and is refused the same way.
+func TestPenBudgetCountsTheHeadOfAnEmptyBody(t *testing.T) {
+	inst := start(t, func(c *config.Config) {
+		c.Sources["pen"] = penSource("s")
+		c.Quarantine.MaxBytes = 2500 // one entry with a 1500-byte header
+		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 1, 1
+	}, nil)
+	head := strings.Repeat("h", 1500)
+	postBody(t, inst, "/webhooks/pen", nil, "X-Hub-Signature-256", forgedSig, "X-Padding", head).expect(t, 202, "")
+	postBody(t, inst, "/webhooks/pen", nil, "X-Hub-Signature-256", forgedSig, "X-Padding", head).
+		expect(t, 503, "quarantine_full")
+	if bytes, n := inst.Store().QuarantineStats(); n != 1 || bytes < 1500 {
+		t.Fatalf("pen holds %d entries, %d bytes; want 1 entry counted with its head", n, bytes)
 	}
 }
 
@@ -77,18 +96,18 @@ func TestPenShareKeepsOneSourceFromFillingThePen(t *testing.T) {
 func TestPenEntriesExpireAfterRetention(t *testing.T) {
 	inst := start(t, func(c *config.Config) {
 		c.Sources["pen"] = penSource("s")
-		c.Quarantine.MaxBytes = 150
+		c.Quarantine.MaxBytes = 6000 // one entry of a 4000-byte body
 		c.Quarantine.SourceShare, c.Quarantine.TenantShare = 1, 1
 		c.Quarantine.RetentionSeconds = 1
 	}, nil)
-	forge(t, inst, "pen", 100).expect(t, 202, "")
-	forge(t, inst, "pen", 100).expect(t, 503, "quarantine_full")
+	forge(t, inst, "pen", 4000).expect(t, 202, "")
+	forge(t, inst, "pen", 4000).expect(t, 503, "quarantine_full")
 	poll.True(t, 10*time.Second, "the expired entry swept", func() bool {
 		bytes, n := inst.Store().QuarantineStats()
 		_, bySource, byTenant := inst.Store().QuarantineUsage("pen", "default")
 		return bytes == 0 && n == 0 && bySource == 0 && byTenant == 0
 	})
-	forge(t, inst, "pen", 100).expect(t, 202, "")
+	forge(t, inst, "pen", 4000).expect(t, 202, "")
 }
 
 // Issue 8 item 12, "a pen write that lands after its 503": a write withdrawn at its timeout before its group
@@ -122,8 +141,11 @@ func TestPenAnswerAndOutcomeAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(held) != 1 || held[0].Size != uint32(len(body)) {
+	if len(held) != 1 {
 		t.Fatalf("pen holds %+v; want only the write answered 202", held)
+	}
+	if e, err := inst.Store().GetQuarantine(held[0].ReceivedAt, held[0].ID); err != nil || !bytes.Equal(e.Hook.Body, body) {
+		t.Fatalf("pen holds %q (%v); want the write answered 202", e.Hook.Body, err)
 	}
 	// Nothing lands later either: the withdrawn write is gone for good.
 	forge(t, inst, "pen", 10).expect(t, 202, "")

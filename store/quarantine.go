@@ -14,13 +14,13 @@ import (
 //
 //	quarantine CF  's', received_at:64, id:128 → summary: what GET /v1/quarantine lists (no headers, no body)
 //	               'b', received_at:64, id:128 → the whole entry: method, path, reason and the hook
-//	default CF     m:quarantine_bytes, m:quarantine_count → the body bytes and the entries the pen holds
+//	default CF     m:quarantine_bytes, m:quarantine_count → the bytes (QuarantineEntrySize) and entries held
 //
 // Every call that changes the pen writes both keys of each entry it adds or deletes and the pen's new absolute
 // counters in one synced batch, so the counters on disk always match the entries and a restart reads them in
-// O(1). The bytes are body bytes, what quarantine.max_bytes bounds. Keys sort by receive time: a listing walks
-// them backwards (newest first), a purge forwards (oldest first). Nothing evicts an entry: it leaves the pen
-// only by PurgeQuarantine, SweepQuarantine (quarantine.retention_seconds) or ReleaseQuarantine. The usage of each
+// O(1). The bytes are the entries' stored lengths (QuarantineEntrySize), what quarantine.max_bytes bounds. Keys
+// sort by receive time: a listing walks them backwards (newest first), a purge forwards (oldest first). Nothing
+// evicts an entry: it leaves the pen only by PurgeQuarantine, SweepQuarantine (quarantine.retention_seconds) or ReleaseQuarantine. The usage of each
 // source and tenant, which the edge's shares bound, is kept in memory and rebuilt from the summaries at open.
 
 // QuarantineEntry is one held hook with the request it came in.
@@ -35,8 +35,11 @@ type QuarantineEntry struct {
 type QuarantineSummary struct {
 	ID                     [16]byte
 	Source, Tenant, Reason string
-	ReceivedAt             int64  // unix ms
-	Size                   uint32 // body bytes
+	ReceivedAt             int64 // unix ms
+	// Size is what the entry costs the pen: its stored length (body, headers, request line, reason), so a flood
+	// of empty bodies with large heads fills the budget as surely as large bodies. Entries written before this
+	// rule hold their body size; the counters were summed from the same values, so they stay exact.
+	Size uint32
 }
 
 // Pen key kinds and lengths. An entry is named by its receive time and id (penIDLen bytes after the kind).
@@ -106,9 +109,15 @@ func DecodeQuarantineSummary(b []byte) (QuarantineSummary, error) {
 // Entry encoding (version 1): version:8 method path reason hook, the strings uvarint length + bytes and the hook
 // AppendHook's encoding up to the end of the value.
 
+// QuarantineEntrySize is the length of e's encoding: what it costs the pen's byte budgets (quarantine.max_bytes
+// and its shares), which the edge reserves before the write and the store counts.
+func QuarantineEntrySize(e *QuarantineEntry) int {
+	return 1 + strSize(len(e.Method)) + strSize(len(e.Path)) + strSize(len(e.Reason)) + HookSize(&e.Hook)
+}
+
 // AppendQuarantineEntry appends the encoding of e to dst, allocating at most once.
 func AppendQuarantineEntry(dst []byte, e *QuarantineEntry) []byte {
-	need := 1 + strSize(len(e.Method)) + strSize(len(e.Path)) + strSize(len(e.Reason)) + HookSize(&e.Hook)
+	need := QuarantineEntrySize(e)
 	if cap(dst)-len(dst) < need {
 		grown := make([]byte, len(dst), len(dst)+need)
 		copy(grown, dst)
@@ -145,7 +154,7 @@ func DecodeQuarantineEntry(b []byte) (QuarantineEntry, error) {
 
 func summaryOf(e *QuarantineEntry) QuarantineSummary {
 	return QuarantineSummary{ID: e.Hook.ID, Source: e.Hook.Source, Tenant: e.Hook.Tenant, Reason: e.Reason,
-		ReceivedAt: e.Hook.ReceivedAt, Size: uint32(len(e.Hook.Body))}
+		ReceivedAt: e.Hook.ReceivedAt, Size: uint32(QuarantineEntrySize(e))}
 }
 
 // penSummaryAt reads the summary stored under key k. A value that cannot be decoded, or names another entry than
@@ -305,7 +314,7 @@ const maxPenScratch = 1 << 20
 
 // PutQuarantine writes entries to the pen in one synced batch (the pen's writer group-commits a tick's worth):
 // both keys of every entry and the pen's new counters. It refuses the whole call with ErrQuarantineFull when the
-// pen's bytes plus the entries' body sizes would pass maxBytes (0: unlimited), and never evicts a held entry to
+// pen's bytes plus the entries' sizes would pass maxBytes (0: unlimited), and never evicts a held entry to
 // make room; refusing single entries is the caller's job (it reserves bytes before queueing). An entry already
 // held (same receive time and id, so the same hook) is skipped rather than counted twice. A failed write is a
 // *WriteError with nothing written and the counters unchanged.
@@ -315,8 +324,8 @@ func (db *DB) PutQuarantine(entries []QuarantineEntry, maxBytes int64) error {
 		if h.ReceivedAt < 0 {
 			return fmt.Errorf("quarantine entry %x received at %d: %w", h.ID, h.ReceivedAt, ErrBadKey)
 		}
-		if uint64(len(h.Body)) > math.MaxUint32 {
-			return fmt.Errorf("quarantine entry %x of %d body bytes: %w", h.ID, len(h.Body), ErrQuarantineFull)
+		if n := QuarantineEntrySize(&entries[i]); uint64(n) > math.MaxUint32 {
+			return fmt.Errorf("quarantine entry %x of %d bytes: %w", h.ID, n, ErrQuarantineFull)
 		}
 	}
 	db.qmu.Lock()
@@ -360,10 +369,9 @@ func (db *DB) PutQuarantine(entries []QuarantineEntry, maxBytes int64) error {
 		db.qkey[0] = penBody
 		db.qval = AppendQuarantineEntry(db.qval[:0], e)
 		wb.PutCF(q, db.qkey, db.qval)
-		add += int64(len(e.Hook.Body))
+		add += int64(s.Size)
 		n++
-		db.qchg = append(db.qchg, penChange{source: e.Hook.Source, tenant: e.Hook.Tenant, n: 1,
-			bytes: int64(len(e.Hook.Body))})
+		db.qchg = append(db.qchg, penChange{source: e.Hook.Source, tenant: e.Hook.Tenant, n: 1, bytes: int64(s.Size)})
 	}
 	cur := db.qs.pen
 	if maxBytes > 0 && cur.bytes+add > maxBytes {
@@ -377,7 +385,7 @@ func (db *DB) PutQuarantine(entries []QuarantineEntry, maxBytes int64) error {
 	return db.writePenLocked(wb, next)
 }
 
-// QuarantineStats returns the body bytes and the entries the pen holds, from memory: O(1). Zero after Close.
+// QuarantineStats returns the bytes (QuarantineEntrySize) and the entries the pen holds, from memory: O(1). Zero after Close.
 func (db *DB) QuarantineStats() (bytes, count int64) {
 	if db.isClosed.Load() {
 		return 0, 0
@@ -387,7 +395,7 @@ func (db *DB) QuarantineStats() (bytes, count int64) {
 	return db.qs.pen.bytes, db.qs.pen.count
 }
 
-// QuarantineUsage returns the body bytes the pen holds on the node, for source and for tenant, from memory: O(1).
+// QuarantineUsage returns the bytes (QuarantineEntrySize) the pen holds on the node, for source and for tenant, from memory: O(1).
 // Zero after Close.
 func (db *DB) QuarantineUsage(source, tenant string) (total, forSource, forTenant int64) {
 	if db.isClosed.Load() {
@@ -465,7 +473,7 @@ func (db *DB) GetQuarantine(receivedAt int64, id [16]byte) (QuarantineEntry, err
 
 // PurgeQuarantine deletes, oldest first, up to limit entries matching every filter given: source ("" = any), id
 // (zero = any), received at or after since and at or before until (unix ms; 0 = unbounded). It returns how many
-// it deleted and their body bytes, all deleted with the new counters in one synced batch. It reads the matches
+// it deleted and their bytes, all deleted with the new counters in one synced batch. It reads the matches
 // first without holding up pen writes, then deletes those still held: an entry released meanwhile is not counted.
 // An entry whose summary cannot be decoded matches only a purge without a source filter.
 func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, limit int) (n int, bytes int64,
@@ -556,7 +564,7 @@ func (db *DB) PurgeQuarantine(source string, id [16]byte, since, until int64, li
 	return n, bytes, nil
 }
 
-// penRelease names the pen entry a release deletes, and its body bytes.
+// penRelease names the pen entry a release deletes, and its bytes.
 type penRelease struct {
 	at             int64
 	id             [16]byte

@@ -32,6 +32,15 @@ func penEntry(t testing.TB, source string, receivedAt int64, size int) Quarantin
 	}
 }
 
+// sz is what entries cost the pen's budgets: their stored sizes.
+func sz(es ...QuarantineEntry) int64 {
+	var n int64
+	for i := range es {
+		n += int64(QuarantineEntrySize(&es[i]))
+	}
+	return n
+}
+
 func putPen(t testing.TB, db *DB, maxBytes int64, entries ...QuarantineEntry) {
 	t.Helper()
 	if err := db.PutQuarantine(entries, maxBytes); err != nil {
@@ -123,7 +132,7 @@ func TestQuarantineEntriesRoundTripAndSurviveRestartWithTheirByteCount(t *testin
 
 	check := func() {
 		t.Helper()
-		requirePen(t, db, 300+4096, 3)
+		requirePen(t, db, sz(old, mid, newest), 3)
 		for _, e := range entries {
 			requireHeld(t, db, e)
 		}
@@ -161,26 +170,28 @@ func TestQuarantineEntriesRoundTripAndSurviveRestartWithTheirByteCount(t *testin
 func TestFullPenRefusesTheWholePutAndNeverEvicts(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	a, b := penEntry(t, "s", 1, 600), penEntry(t, "s", 2, 400)
-	putPen(t, db, 1000, a, b) // exactly at the cap: accepted
+	limit := sz(a, b)
+	putPen(t, db, limit, a, b) // exactly at the cap: accepted
 	c, d := penEntry(t, "s", 3, 1), penEntry(t, "s", 4, 0)
-	if err := db.PutQuarantine([]QuarantineEntry{d, c}, 1000); !errors.Is(err, ErrQuarantineFull) {
+	if err := db.PutQuarantine([]QuarantineEntry{d, c}, limit); !errors.Is(err, ErrQuarantineFull) {
 		t.Fatalf("a put past the cap = %v, want ErrQuarantineFull", err)
 	}
-	requirePen(t, db, 1000, 2)
+	requirePen(t, db, limit, 2)
 	requireHeld(t, db, &a)
 	requireHeld(t, db, &b)
 	requireNotHeld(t, db, &c)
 	requireNotHeld(t, db, &d) // refused whole: the empty body that would fit went with it
 
 	n, freed, err := db.PurgeQuarantine("", a.Hook.ID, 0, 0, 10)
-	if err != nil || n != 1 || freed != 600 {
-		t.Fatalf("purge of a = %d entries, %d bytes, %v; want 1, 600", n, freed, err)
+	if err != nil || n != 1 || freed != sz(a) {
+		t.Fatalf("purge of a = %d entries, %d bytes, %v; want 1, %d", n, freed, err, sz(a))
 	}
-	requirePen(t, db, 400, 1)
-	putPen(t, db, 1000, c, d)
-	requirePen(t, db, 401, 3)
-	putPen(t, db, 0, penEntry(t, "s", 5, 5000)) // 0: no cap
-	requirePen(t, db, 5401, 4)
+	requirePen(t, db, sz(b), 1)
+	putPen(t, db, limit, c, d)
+	requirePen(t, db, sz(b, c, d), 3)
+	e := penEntry(t, "s", 5, 5000)
+	putPen(t, db, 0, e) // 0: no cap
+	requirePen(t, db, sz(b, c, d, e), 4)
 }
 
 // Seed, Quarantine row: "a store that cannot write is a 503 that spends no token": a failed put writes nothing
@@ -197,13 +208,13 @@ func TestFailedPutWritesNothing(t *testing.T) {
 	if err := db.PutQuarantine([]QuarantineEntry{b}, 0); !errors.As(err, &we) || we.Class != ClassIOError {
 		t.Fatalf("put under a failing store = %v, want an io_error WriteError", err)
 	}
-	requirePen(t, db, 10, 1)
+	requirePen(t, db, sz(a), 1)
 	requireNotHeld(t, db, &b)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	db = openTest(t, dir, nil)
-	requirePen(t, db, 10, 1)
+	requirePen(t, db, sz(a), 1)
 }
 
 // The pen's counters equal its entries (doc.go invariant 10): putting a hook it already holds, in one call or
@@ -213,15 +224,15 @@ func TestPutOfAHeldEntryHoldsItOnce(t *testing.T) {
 	a := penEntry(t, "s", 7, 100)
 	putPen(t, db, 0, a, a)
 	putPen(t, db, 0, a)
-	requirePen(t, db, 100, 1)
-	if err := db.PutQuarantine([]QuarantineEntry{a}, 100); err != nil {
+	requirePen(t, db, sz(a), 1)
+	if err := db.PutQuarantine([]QuarantineEntry{a}, sz(a)); err != nil {
 		t.Fatalf("a put of a held entry into a full pen = %v, want nil (nothing new to hold)", err)
 	}
 	neg := penEntry(t, "s", -1, 1)
 	if err := db.PutQuarantine([]QuarantineEntry{neg}, 0); !errors.Is(err, ErrBadKey) {
 		t.Fatalf("a negative receive time = %v, want ErrBadKey", err)
 	}
-	requirePen(t, db, 100, 1)
+	requirePen(t, db, sz(a), 1)
 }
 
 // Inventory B: "DELETE /v1/quarantine?source_id=&id=&since=&until=&limit= purge oldest-first ...
@@ -238,7 +249,7 @@ func TestPurgeDeletesOldestFirstWithinEveryFilter(t *testing.T) {
 		}
 		e := penEntry(t, src, int64(1000+100*i), 10+i)
 		es = append(es, e)
-		total += int64(10 + i)
+		total += sz(e)
 	}
 	slices.Reverse(es) // put order does not matter: the keys sort by receive time
 	putPen(t, db, 0, es...)
@@ -253,7 +264,7 @@ func TestPurgeDeletesOldestFirstWithinEveryFilter(t *testing.T) {
 		}
 		var wantBytes int64
 		for _, i := range want {
-			wantBytes += int64(len(es[i].Hook.Body))
+			wantBytes += sz(es[i])
 			requireNotHeld(t, db, &es[i])
 		}
 		if n != len(want) || freed != wantBytes {
@@ -338,7 +349,7 @@ func TestReleaseCommitsTheHookWithItsOriginalIDAndDeletesTheEntry(t *testing.T) 
 		}
 		requireNotHeld(t, db, &e)
 		requireHeld(t, db, &other)
-		requirePen(t, db, 44, 1)
+		requirePen(t, db, sz(other), 1)
 	}
 	check()
 	if _, err := db.ReleaseQuarantine(e.Hook.ReceivedAt, e.Hook.ID, releaseRecord(&e)); !errors.Is(err, ErrNotFound) {
@@ -355,7 +366,7 @@ func TestReleaseCommitsTheHookWithItsOriginalIDAndDeletesTheEntry(t *testing.T) 
 		t.Fatalf("NextSeq after reopen %d, want %d", db.NextSeq(), out.Seq+2)
 	}
 	requireNotHeld(t, db, &e)
-	requirePen(t, db, 44, 1)
+	requirePen(t, db, sz(other), 1)
 }
 
 // Inventory E.8: the release is "one synced batch": when the write fails nothing of it happened, the hook is
@@ -379,7 +390,7 @@ func TestFailedReleaseLeavesTheEntryHeldAndCommitsNothing(t *testing.T) {
 	check := func() {
 		t.Helper()
 		requireHeld(t, db, &e)
-		requirePen(t, db, 128, 1)
+		requirePen(t, db, sz(e), 1)
 		if ids, err := db.HookIDs(); err != nil || len(ids) != 0 {
 			t.Fatalf("hooks %v (%v) after a failed release", ids, err)
 		}
@@ -432,7 +443,7 @@ func TestReleaseOfADuplicateDeletesTheEntryAndCommitsNothing(t *testing.T) {
 		t.Fatalf("a duplicate release changed the store: %+v, was %+v", got, shape)
 	}
 	requireNotHeld(t, db, &dup)
-	requirePen(t, db, 32, 1)
+	requirePen(t, db, sz(refused), 1)
 
 	rec = releaseRecord(&refused, SinkBinding{Type: "http"})
 	rec.DedupeKey, rec.DedupeTTL = "evt_3", dedupeTTL
@@ -444,7 +455,7 @@ func TestReleaseOfADuplicateDeletesTheEntryAndCommitsNothing(t *testing.T) {
 		t.Fatalf("a refused release changed the store: %+v, was %+v", got, shape)
 	}
 	requireHeld(t, db, &refused)
-	requirePen(t, db, 32, 1)
+	requirePen(t, db, sz(refused), 1)
 	requireExactCounters(t, db)
 }
 
@@ -459,7 +470,7 @@ func TestReleaseRefusesARecordOfAnotherID(t *testing.T) {
 		t.Fatalf("release with a record of another id = %v, want ErrBadKey", err)
 	}
 	requireHeld(t, db, &e)
-	requirePen(t, db, 8, 1)
+	requirePen(t, db, sz(e), 1)
 }
 
 // Doc.go invariant 10 under concurrency: puts, purges, releases and ingest commits racing each other leave the
@@ -603,7 +614,7 @@ func TestUndecodableSummaryIsListedAndPurged(t *testing.T) {
 		t.Fatalf("purge of the damaged entry = %d, %v", n, err)
 	}
 	requireHeld(t, db, &good)
-	if n, freed, err := db.PurgeQuarantine("", [16]byte{}, 0, 0, 10); err != nil || n != 1 || freed != 7 {
+	if n, freed, err := db.PurgeQuarantine("", [16]byte{}, 0, 0, 10); err != nil || n != 1 || freed != sz(good) {
 		t.Fatalf("purge of the rest = %d, %d, %v", n, freed, err)
 	}
 	// The damaged entry's bytes could not be told; an empty pen holds none.
@@ -745,18 +756,18 @@ func TestPenUsagePerSourceAndTenantIsExactAcrossRestart(t *testing.T) {
 	a1, a2, b1 := penEntry(t, "a", now-1000, 100), penEntry(t, "a", now-900, 50), penEntry(t, "b", now-800, 30)
 	b1.Hook.Tenant = "globex"
 	putPen(t, db, 0, a1, a2, b1)
-	requireUsage(t, db, "a", "acme", 180, 150, 150)
-	requireUsage(t, db, "b", "globex", 180, 30, 30)
+	requireUsage(t, db, "a", "acme", sz(a1, a2, b1), sz(a1, a2), sz(a1, a2))
+	requireUsage(t, db, "b", "globex", sz(a1, a2, b1), sz(b1), sz(b1))
 
-	if n, bytes, err := db.PurgeQuarantine("a", a1.Hook.ID, 0, 0, 10); err != nil || n != 1 || bytes != 100 {
+	if n, bytes, err := db.PurgeQuarantine("a", a1.Hook.ID, 0, 0, 10); err != nil || n != 1 || bytes != sz(a1) {
 		t.Fatalf("purge: %d, %d, %v", n, bytes, err)
 	}
-	requireUsage(t, db, "a", "acme", 80, 50, 50)
+	requireUsage(t, db, "a", "acme", sz(a2, b1), sz(a2), sz(a2))
 	out, err := db.ReleaseQuarantine(b1.Hook.ReceivedAt, b1.Hook.ID, releaseRecord(&b1))
 	if err != nil || out.Status != OutcomeCommitted {
 		t.Fatalf("release: %+v, %v", out, err)
 	}
-	requireUsage(t, db, "b", "globex", 50, 0, 0)
+	requireUsage(t, db, "b", "globex", sz(a2), 0, 0)
 
 	a3 := penEntry(t, "a", now, 7)
 	putPen(t, db, 0, a3)
@@ -764,8 +775,8 @@ func TestPenUsagePerSourceAndTenantIsExactAcrossRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	db = openTest(t, dir, nil)
-	requireUsage(t, db, "a", "acme", 57, 57, 57)
-	requireUsage(t, db, "b", "globex", 57, 0, 0)
+	requireUsage(t, db, "a", "acme", sz(a2, a3), sz(a2, a3), sz(a2, a3))
+	requireUsage(t, db, "b", "globex", sz(a2, a3), 0, 0)
 }
 
 // quarantine.retention_seconds: an entry older than the retention leaves the pen, its bytes with it, and an
@@ -777,25 +788,25 @@ func TestSweepQuarantineDeletesEntriesOlderThanRetention(t *testing.T) {
 	old1, old2 := penEntry(t, "a", now.Add(-2*time.Hour).UnixMilli(), 10), penEntry(t, "b", now.Add(-90*time.Minute).UnixMilli(), 20)
 	young := penEntry(t, "a", now.Add(-time.Minute).UnixMilli(), 40)
 	putPen(t, db, 0, old1, old2, young)
-	if n, bytes, err := db.SweepQuarantine(now, time.Hour, 1); err != nil || n != 1 || bytes != 10 {
+	if n, bytes, err := db.SweepQuarantine(now, time.Hour, 1); err != nil || n != 1 || bytes != sz(old1) {
 		t.Fatalf("sweep of 1: %d, %d, %v; want the oldest", n, bytes, err)
 	}
-	if n, bytes, err := db.SweepQuarantine(now, time.Hour, 10); err != nil || n != 1 || bytes != 20 {
+	if n, bytes, err := db.SweepQuarantine(now, time.Hour, 10); err != nil || n != 1 || bytes != sz(old2) {
 		t.Fatalf("second sweep: %d, %d, %v", n, bytes, err)
 	}
 	if n, _, err := db.SweepQuarantine(now, time.Hour, 10); err != nil || n != 0 {
 		t.Fatalf("third sweep deleted %d (%v)", n, err)
 	}
-	requirePen(t, db, 40, 1)
+	requirePen(t, db, sz(young), 1)
 	requireHeld(t, db, &young)
-	requireUsage(t, db, "a", "acme", 40, 40, 40)
-	requireUsage(t, db, "b", "acme", 40, 0, 40)
+	requireUsage(t, db, "a", "acme", sz(young), sz(young), sz(young))
+	requireUsage(t, db, "b", "acme", sz(young), 0, sz(young))
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
 	db = openTest(t, dir, nil)
-	requirePen(t, db, 40, 1)
-	requireUsage(t, db, "a", "acme", 40, 40, 40)
+	requirePen(t, db, sz(young), 1)
+	requireUsage(t, db, "a", "acme", sz(young), sz(young), sz(young))
 	// A retention longer than the clock's past deletes nothing (and is no "unbounded" purge).
 	if n, _, err := db.SweepQuarantine(now, time.Duration(math.MaxInt64), 10); err != nil || n != 0 {
 		t.Fatalf("sweep with an endless retention deleted %d (%v)", n, err)
