@@ -420,12 +420,12 @@ func TestCrashedBatcherNeverAcks(t *testing.T) {
 func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 	h := newHold()
 	var release sync.Once
-	t.Cleanup(func() { release.Do(func() { close(h.gate) }) }) // a failed test must not hold the stop
 	inst := start(t, func(c *config.Config) {
 		c.Batcher.Partitions = 1
 		c.Batcher.MaxBatch = 1
 		c.Batcher.RecordDeadlineMS = 60_000 // far beyond the client timeout: a wait for it fails the test
 	}, h.faults())
+	t.Cleanup(func() { release.Do(func() { close(h.gate) }) }) // runs before the stop: a failed test must not hold it
 	type answer struct {
 		n   int
 		r   reply

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -219,5 +220,45 @@ func TestFullDiskRecoversByItself(t *testing.T) {
 		if !stored[id] {
 			t.Fatalf("acknowledged hook %x lost (%d acknowledged, %d stored)", id, len(acked), len(stored))
 		}
+	}
+}
+
+// A hung fsync must not hide behind a live /ready: a commit running longer than store.commit_stall_ms flips
+// /ready to 503 commit_stalled and is counted once in ankusa_store_commit_stalls_total. Its caller is not
+// answered meanwhile (a started group may still land, design: "A batch the writer has started is never
+// abandoned"); when the sync returns the hook is 201 and /ready 200 again.
+func TestStalledCommitFlipsReadiness(t *testing.T) {
+	h := newHold() // BeforeCommit blocks inside the synced write path until the gate opens
+	var release sync.Once
+	inst := start(t, func(c *config.Config) { c.Store.CommitStallMS = 200 }, h.faults())
+	t.Cleanup(func() { release.Do(func() { close(h.gate) }) })
+	m := inst.Telemetry().Metrics
+	done := make(chan reply, 1)
+	go func() { done <- send(inst, "/webhooks/sample", []byte(`{"n":1}`)) }()
+	poll.True(t, 10*time.Second, "the commit to hold", func() bool { return h.entered.Load() == 1 })
+	poll.Eventually(t, 10*time.Second, func() error {
+		if code, st, err := ready(inst); err != nil || code != 503 || st != "commit_stalled" {
+			return fmt.Errorf("/ready during a stalled commit: %d %q %v", code, st, err)
+		}
+		return nil
+	})
+	if v := value(m.CommitStalls); v != 1 {
+		t.Fatalf("ankusa_store_commit_stalls_total = %v during one stall, want 1", v)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the caller of a started group was answered during the stall: %d %s", r.status, r.raw)
+	default:
+	}
+	release.Do(func() { close(h.gate) })
+	(<-done).expect(t, 201, "")
+	poll.Eventually(t, 10*time.Second, func() error {
+		if code, st, err := ready(inst); err != nil || code != 200 {
+			return fmt.Errorf("/ready after the stall: %d %q %v", code, st, err)
+		}
+		return nil
+	})
+	if v := value(m.CommitStalls); v != 1 {
+		t.Fatalf("ankusa_store_commit_stalls_total = %v after one stall, want 1", v)
 	}
 }
