@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ankusa-go/ankusa/test/leak"
 	"github.com/ankusa-go/ankusa/test/poll"
 )
 
@@ -33,7 +34,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "cannot build ankusa:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	// The nodes run as child processes; what runs in this process (in-process instances,
+	// load drivers, watchers of the children) must be gone once the tests end.
+	code := leak.Check(m.Run())
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

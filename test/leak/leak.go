@@ -26,13 +26,18 @@ const Within = 15 * time.Second
 
 // VerifyTestMain runs the tests and, if they passed, fails the binary while a goroutine
 // the tests started is still running after Within.
-func VerifyTestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := poll.Wait(Within, func() error { return goleak.Find() }); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests passed: %v\n", err)
-			code = 1
-		}
+func VerifyTestMain(m *testing.M) { os.Exit(Check(m.Run())) }
+
+// Check is VerifyTestMain for a TestMain with its own set-up and tear-down: given the
+// tests' exit code, it returns it, or 1 when they passed but a goroutine is still
+// running after Within.
+func Check(code int) int {
+	if code != 0 {
+		return code
 	}
-	os.Exit(code)
+	if err := poll.Wait(Within, func() error { return goleak.Find() }); err != nil {
+		fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests passed: %v\n", err)
+		return 1
+	}
+	return 0
 }
