@@ -22,7 +22,7 @@ func (l *laneActor) Receive(ctx actor.Context) {
 	if !ok {
 		return
 	}
-	// The attempt is blocking I/O: it runs in a task tracked by the dispatcher, whose
+	// The attempt is blocking I/O: it runs in a task of the scheduler's group, whose
 	// result comes back to the scheduler as a message.
 	root, key, scheduler := ctx.ActorSystem().Root, l.key, l.scheduler
 	tasks := l.d.tasks.Load()
