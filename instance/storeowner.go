@@ -105,8 +105,13 @@ func (s *storeOwner) open() (*store.DB, error) {
 	return db, nil
 }
 
-// recover reopens the store and probes it; on failure it schedules the next try.
+// recover reopens the store and probes it; on failure it schedules the next try. A store
+// that took a commit since the last try is writable already and is left open.
 func (s *storeOwner) recover(ctx actor.Context) {
+	if s.i.db.Load() != nil && s.i.health.StoreUnavailable(time.Now()) == 0 {
+		s.recovering, s.attempt, s.recovered = false, 0, time.Now()
+		return
+	}
 	s.close()
 	s.lastReopen = time.Now()
 	db, err := s.open()
