@@ -82,6 +82,13 @@ type HTTP struct {
 	// MaxConnsPerIP caps the connections one client address (an IPv6 /64) holds; past it 429
 	// {"error":"too_many_connections"}. Default 512; 0 = no cap (behind a proxy every client shares its address).
 	MaxConnsPerIP int `yaml:"max_conns_per_ip"`
+	// MaxReadingBytes bounds the body bytes held by requests not yet answered (being read, or read and
+	// waiting for the commit) on the node: a request reserves its Content-Length before its body is read
+	// (a chunked one as it grows); past it 503 overload. Default 268_435_456; >= max_body_bytes.
+	MaxReadingBytes int64 `yaml:"max_reading_bytes"`
+	// MaxReadingBytesPerIP is the same bound per client address (an IPv6 /64); past it 429 ip_overload.
+	// Default 67_108_864; >= max_body_bytes.
+	MaxReadingBytesPerIP int64 `yaml:"max_reading_bytes_per_ip"`
 	// HeaderTimeoutMS bounds the time from a connection's open (or a keep-alive request's first byte)
 	// to the end of the request head; a deadline, so a slow client cannot stretch it. Default 10_000; > 0.
 	HeaderTimeoutMS int `yaml:"header_timeout_ms"`

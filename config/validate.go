@@ -53,6 +53,14 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "http.max_body_bytes", c.HTTP.MaxBodyBytes)
 	positive(ps, "http.max_conns", c.HTTP.MaxConns)
 	nonNegative(ps, "http.max_conns_per_ip", c.HTTP.MaxConnsPerIP)
+	for _, f := range [...]struct {
+		path string
+		v    int64
+	}{{"http.max_reading_bytes", c.HTTP.MaxReadingBytes}, {"http.max_reading_bytes_per_ip", c.HTTP.MaxReadingBytesPerIP}} {
+		if f.v < c.HTTP.MaxBodyBytes {
+			ps.mustBe(f.path, ">= http.max_body_bytes (a largest body must fit)", f.v)
+		}
+	}
 	positive(ps, "http.header_timeout_ms", c.HTTP.HeaderTimeoutMS)
 	positive(ps, "http.read_timeout_ms", c.HTTP.ReadTimeoutMS)
 	positive(ps, "http.idle_timeout_ms", c.HTTP.IdleTimeoutMS)

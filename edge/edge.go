@@ -24,9 +24,13 @@ type Settings struct {
 	MaxBodyBytes  int64
 	MaxConns      int
 	MaxConnsPerIP int
-	HeaderTimeout time.Duration
-	ReadTimeout   time.Duration
-	IdleTimeout   time.Duration
+	// MaxReadingBytes and MaxReadingBytesPerIP bound the body bytes held by unanswered
+	// requests, node-wide and per client address.
+	MaxReadingBytes      int64
+	MaxReadingBytesPerIP int64
+	HeaderTimeout        time.Duration
+	ReadTimeout          time.Duration
+	IdleTimeout          time.Duration
 	// WrapListener, when set, wraps the bound ingest socket (tests inject accept faults).
 	WrapListener   func(net.Listener) net.Listener
 	Partitions     int
@@ -51,26 +55,28 @@ type Settings struct {
 func SettingsFrom(cfg *config.Config) Settings {
 	b := cfg.Batcher
 	return Settings{
-		Instance:       cfg.Instance,
-		IP:             cfg.HTTP.IP,
-		Port:           cfg.HTTP.Port,
-		MaxBodyBytes:   cfg.HTTP.MaxBodyBytes,
-		MaxConns:       cfg.HTTP.MaxConns,
-		MaxConnsPerIP:  cfg.HTTP.MaxConnsPerIP,
-		HeaderTimeout:  time.Duration(cfg.HTTP.HeaderTimeoutMS) * time.Millisecond,
-		ReadTimeout:    time.Duration(cfg.HTTP.ReadTimeoutMS) * time.Millisecond,
-		IdleTimeout:    time.Duration(cfg.HTTP.IdleTimeoutMS) * time.Millisecond,
-		Partitions:     b.Partitions,
-		MaxBatch:       b.MaxBatch,
-		MaxDelay:       time.Duration(b.MaxDelayMS) * time.Millisecond,
-		MaxQueue:       int64(b.MaxQueue),
-		MaxQueueBytes:  b.MaxQueueBytes,
-		MaxCommits:     b.MaxCommits,
-		RecordDeadline: time.Duration(b.RecordDeadlineMS) * time.Millisecond,
-		TLS:            cfg.HTTP.TLS,
-		RateLimits:     cfg.RateLimits,
-		Quarantine:     cfg.Quarantine,
-		URLTenants:     urlTenantSettingsFrom(cfg),
+		Instance:             cfg.Instance,
+		IP:                   cfg.HTTP.IP,
+		Port:                 cfg.HTTP.Port,
+		MaxBodyBytes:         cfg.HTTP.MaxBodyBytes,
+		MaxConns:             cfg.HTTP.MaxConns,
+		MaxReadingBytes:      cfg.HTTP.MaxReadingBytes,
+		MaxReadingBytesPerIP: cfg.HTTP.MaxReadingBytesPerIP,
+		MaxConnsPerIP:        cfg.HTTP.MaxConnsPerIP,
+		HeaderTimeout:        time.Duration(cfg.HTTP.HeaderTimeoutMS) * time.Millisecond,
+		ReadTimeout:          time.Duration(cfg.HTTP.ReadTimeoutMS) * time.Millisecond,
+		IdleTimeout:          time.Duration(cfg.HTTP.IdleTimeoutMS) * time.Millisecond,
+		Partitions:           b.Partitions,
+		MaxBatch:             b.MaxBatch,
+		MaxDelay:             time.Duration(b.MaxDelayMS) * time.Millisecond,
+		MaxQueue:             int64(b.MaxQueue),
+		MaxQueueBytes:        b.MaxQueueBytes,
+		MaxCommits:           b.MaxCommits,
+		RecordDeadline:       time.Duration(b.RecordDeadlineMS) * time.Millisecond,
+		TLS:                  cfg.HTTP.TLS,
+		RateLimits:           cfg.RateLimits,
+		Quarantine:           cfg.Quarantine,
+		URLTenants:           urlTenantSettingsFrom(cfg),
 		// The storage role's compactor is not part of this build yet, so no commit writes
 		// an archive obligation.
 		Archive: false,
@@ -119,6 +125,7 @@ type Edge struct {
 	health   *Health
 	system   *actor.ActorSystem
 	limits   *limits
+	budget   *readBudget
 	pen      pen
 	db       func() *store.DB // the open store, for the dedupe fast path
 	tenants  *urlTenantGate   // the tenants tenant_path URLs minted (route.go)
@@ -143,6 +150,7 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 		limits:  newLimits(set.RateLimits, set.Quarantine),
 		db:      func() *store.DB { return nil },
 		tenants: newURLTenantGate(set.URLTenants),
+		budget:  newReadBudget(set.MaxReadingBytes, set.MaxReadingBytesPerIP, tel),
 	}
 	for i := range set.Partitions {
 		e.batchers = append(e.batchers, actor.NewPID(system.Address(), BatcherName(set.Instance, i)))

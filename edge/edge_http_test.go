@@ -17,6 +17,7 @@ import (
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // firstAnswer sends req on a fresh connection and reads the first answer, whatever its
@@ -40,7 +41,9 @@ func firstAnswer(t *testing.T, addr, req string) (*http.Response, net.Conn, *buf
 // Expect: 100-continue gets the refusal in place of 100 Continue, and 100 Continue
 // only when the request will be read (issue 8, item 12).
 func TestExpectContinueAnsweredAfterPreReadRefusals(t *testing.T) {
-	inst := start(t, nil, nil)
+	inst := start(t, func(c *config.Config) {
+		c.HTTP.MaxBodyBytes, c.HTTP.MaxReadingBytesPerIP = 20000, 30000
+	}, nil)
 	f := func(path, length string, status int, reason string) {
 		t.Helper()
 		resp, _, _ := firstAnswer(t, inst.IngestAddr(), "POST "+path+" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
@@ -52,6 +55,13 @@ func TestExpectContinueAnsweredAfterPreReadRefusals(t *testing.T) {
 	f("/webhooks/nope", "Content-Length: 2\r\n", 404, "unknown_source")
 	f("/webhooks/sample", "Content-Length: 999999\r\n", 413, "payload_too_large")
 	f("/webhooks/sample", "", 411, "length_required")
+	// A stalled upload holds 20000 bytes of the address's 30000: the next 15000 would not fit.
+	stalled := dial(t, inst.IngestAddr())
+	_, _ = io.WriteString(stalled, "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n"+strings.Repeat("s", 10000))
+	poll.True(t, 10*time.Second, "stalled upload reserved", func() bool { return inst.Edge().Reading() == 20000 })
+	f("/webhooks/sample", "Content-Length: 15000\r\n", 429, "ip_overload")
+	_ = stalled.Close()
+	poll.True(t, 10*time.Second, "stalled upload released", func() bool { return inst.Edge().Reading() == 0 })
 
 	resp, c, br := firstAnswer(t, inst.IngestAddr(), "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n")
 	_ = resp.Body.Close()

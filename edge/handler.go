@@ -80,6 +80,11 @@ func (e *Edge) expect(ctx *fasthttp.RequestCtx) int {
 	if err == nil {
 		err = e.checkBeforeRead(&rq)
 	}
+	if err == nil {
+		if r := e.budget.check(e.budget.slot(ctx.RemoteAddr()), int64(max(ctx.Request.Header.ContentLength(), 0))); r != nil {
+			err = r
+		}
+	}
 	if err != nil {
 		r, _ := refusalOf(err)
 		e.refuseEarly(ctx, r)
@@ -106,6 +111,11 @@ type request struct {
 	verification store.Verification
 	dedupeKey    string
 	dedupeTTL    time.Duration
+	// res is the body bytes this request holds of the read budget until it is answered.
+	res reservation
+	// read is when the body was read: the record deadline runs from it, so a slow upload
+	// within http.read_timeout_ms is not a deadline miss.
+	read time.Time
 }
 
 // ending is how a request that was not refused ends: committed, duplicate or
@@ -135,6 +145,12 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 			e.refuseEarly(ctx, err)
 			return
 		}
+	}
+	rq.res = reservation{b: e.budget, slot: e.budget.slot(ctx.RemoteAddr())}
+	defer rq.res.done()
+	if r := rq.res.ensure(int64(max(ctx.Request.Header.ContentLength(), 0))); r != nil {
+		e.refuseEarly(ctx, r)
+		return
 	}
 	rq.sc = e.scratch.Get().(*scratch)
 	rq.sc.ctx = ctx
@@ -210,19 +226,30 @@ func (e *Edge) checkBeforeRead(rq *request) error {
 	return nil
 }
 
+// maxPooledBody is the largest body buffer a scratch keeps when it returns to the pool:
+// one large upload must not pin its buffer for the life of the process.
+const maxPooledBody = 1 << 20
+
 func (e *Edge) putScratch(sc *scratch) {
 	sc.ctx = nil
+	if cap(sc.body) > maxPooledBody {
+		sc.body = make([]byte, 0, 16<<10)
+	}
 	e.scratch.Put(sc)
 }
 
 // readBody reads the body into the scratch, within the tenant's cap.
 func (e *Edge) readBody(rq *request) error {
 	maxBody := e.tenantMaxBody(rq.tenant)
-	body, err := readBody(rq.ctx, maxBody, rq.sc.body[:0])
+	body, err := readBody(rq.ctx, maxBody, rq.sc.body[:0], &rq.res)
 	rq.sc.body = body[:0]
+	rq.read = time.Now()
 	if err != nil {
 		if errors.Is(err, errTooLarge) {
 			return refuseTooLarge(maxBody)
+		}
+		if r, ok := err.(*RefusedError); ok {
+			return r // the read budget
 		}
 		e.log.Debug().Str("error", redactMessage(err.Error())).Msg("request body could not be read")
 		return refuseBodyRead
@@ -382,7 +409,7 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 	crashed := e.outage.Load().ch // loaded before the send: a crash after it must reach this record
 	e.system.Root.Send(e.batchers[p], rec)
 
-	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.start), crashed)
+	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.read), crashed)
 	switch {
 	case !ok:
 		return ending{}, errDeadline
@@ -561,19 +588,26 @@ func hasHeaderLine(raw []byte, name string) bool {
 var errTooLarge = errors.New("edge: body over max_body_bytes")
 
 // readBody reads the request body into dst, never more than max bytes: a chunked body
-// has no length to check up front, so the cap is enforced as it streams.
-func readBody(ctx *fasthttp.RequestCtx, max int64, dst []byte) ([]byte, error) {
+// has no length to check up front, so the cap is enforced as it streams. The buffer
+// never grows past what res holds of the read budget.
+func readBody(ctx *fasthttp.RequestCtx, max int64, dst []byte, res *reservation) ([]byte, error) {
 	r := ctx.RequestBodyStream()
 	if r == nil {
 		b := ctx.Request.Body()
 		if int64(len(b)) > max {
 			return dst, errTooLarge
 		}
+		if ref := res.ensure(int64(len(b))); ref != nil {
+			return dst, ref
+		}
 		return append(dst, b...), nil
 	}
 	for {
 		if len(dst) == cap(dst) {
 			dst = append(dst, 0)[:len(dst)]
+			if ref := res.ensure(int64(cap(dst))); ref != nil {
+				return dst, ref
+			}
 		}
 		n, err := r.Read(dst[len(dst):cap(dst)])
 		dst = dst[:len(dst)+n]

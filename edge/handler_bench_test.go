@@ -28,6 +28,7 @@ func BenchmarkIngestInProcess(b *testing.B) {
 		req.Header.SetContentType("application/json")
 		req.Header.Set("X-Provider-Event", "push")
 		req.SetBody(body)
+		req.Header.SetContentLength(len(body)) // as a framed request read off the wire
 		var ctx fasthttp.RequestCtx
 		for pb.Next() {
 			ctx.Init(&req, addr, nil)

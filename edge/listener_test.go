@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -367,4 +368,97 @@ func TestMalformedHeadLogsNoCredential(t *testing.T) {
 			t.Fatalf("a credential reached the log:\n%s", all)
 		}
 	}
+}
+
+func refusedCount(t *testing.T, inst *instance.Instance, reason string) float64 {
+	t.Helper()
+	fams, err := inst.Telemetry().Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "ankusa_ingest_refused_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// Issue 8, item 4: bodies being read are bounded before admission. Forty uploads that
+// declare 8 MB, send 1 MiB and stall hold at most http.max_reading_bytes_per_ip of
+// reservations; the rest, and a further upload, are refused 429 ip_overload with
+// Retry-After before their body is read; the Go heap stays within the bound; once the
+// stalled clients go, the budget is whole again.
+func TestStalledUploadsBoundedBeforeAdmission(t *testing.T) {
+	const perIP, declared = 32 << 20, 8_000_000
+	inst := startWrapped(t, nil, func(c *config.Config) {
+		c.HTTP.MaxReadingBytesPerIP, c.HTTP.MaxReadingBytes = perIP, 2*perIP
+	})
+	addr := inst.IngestAddr()
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+
+	partial := bytes.Repeat([]byte("x"), 1<<20)
+	head := fmt.Sprintf("POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", declared)
+	conns := make([]net.Conn, 0, 40)
+	for range 40 {
+		c := dial(t, addr)
+		_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(c, head); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write(partial) // a refused upload may be closed mid-write
+		conns = append(conns, c)
+	}
+	admitted := int64(perIP / declared)
+	poll.True(t, 20*time.Second, "stalled uploads reserved up to the per-address budget", func() bool {
+		return inst.Edge().Reading() == admitted*declared && refusedCount(t, inst, "ip_overload") == float64(40-admitted)
+	})
+	runtime.GC()
+	var during runtime.MemStats
+	runtime.ReadMemStats(&during)
+	if grown := int64(during.HeapAlloc) - int64(before.HeapAlloc); grown > perIP+16<<20 {
+		t.Fatalf("heap grew %d MiB holding stalled uploads, bound %d MiB", grown>>20, perIP>>20)
+	}
+
+	// fasthttp reads the first 8 KiB of a body with the head before it runs the
+	// handler; the refusal comes before the rest is read.
+	c := dial(t, addr)
+	_, _ = io.WriteString(c, head+strings.Repeat("z", 8<<10))
+	r := readAnswer(t, c)
+	r.expect(t, 429, "ip_overload")
+	if r.retryAfter == "" {
+		t.Fatal("429 ip_overload without Retry-After")
+	}
+
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	poll.True(t, 20*time.Second, "budget released when the stalled clients go", func() bool { return inst.Edge().Reading() == 0 })
+	if st, err := statusOf("http://"+addr+"/webhooks/sample", []byte(`{}`)); err != nil || st != 201 {
+		t.Fatalf("POST after the stalled uploads: %d %v", st, err)
+	}
+}
+
+// Issue 8, item 4: the record deadline starts when the body is read; an upload that
+// takes longer than the deadline but stays within http.read_timeout_ms is committed.
+func TestSlowUploadWithinReadTimeoutIsNoDeadlineMiss(t *testing.T) {
+	inst := startWrapped(t, nil, func(c *config.Config) { c.Batcher.RecordDeadlineMS = 500 })
+	c := dial(t, inst.IngestAddr())
+	body := bytes.Repeat([]byte("y"), 64<<10)
+	if _, err := io.WriteString(c, fmt.Sprintf("POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body))); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Write(body[:len(body)/2])
+	time.Sleep(time.Second) // the client's own pace: twice the record deadline
+	_, _ = c.Write(body[len(body)/2:])
+	readAnswer(t, c).expect(t, 201, "")
 }
