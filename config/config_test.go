@@ -149,6 +149,11 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"unset variable in a sink option", "sources: {gh: {sinks: [{type: http, url: '${HOOK_URL}'}]}}", nil,
 			"sources.gh.sinks[0].url", "environment variable HOOK_URL is not set"},
 	}
+	shared := make([]sharedCase, len(cases))
+	for i, tc := range cases {
+		shared[i] = sharedCase{Name: tc.name, YAML: tc.yml, Env: tc.env}
+	}
+	shareCases(t, "refusals", shared)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yml), envOf(tc.env))
@@ -237,6 +242,11 @@ func TestInterpolationExpandsScalarValuesOnly(t *testing.T) {
 		{"sink options are interpolated", "sources: {gh: {sinks: [{type: http, secret: '${S}'}]}}", map[string]string{"S": "whsec_x"},
 			func(c *Config) any { return c.Sources["gh"].Sinks[0].Options["secret"] }, "whsec_x"},
 	}
+	shared := make([]sharedCase, len(cases))
+	for i, tc := range cases {
+		shared[i] = sharedCase{Name: tc.name, YAML: tc.yml, Env: tc.env}
+	}
+	shareCases(t, "interpolation", shared)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mustParse(t, tc.yml, tc.env)
@@ -396,6 +406,11 @@ func TestMaxBodyBytesAliasWinsAndBothHoldTheEffectiveValue(t *testing.T) {
 		{"http: {max_body_bytes: 1e6}", 1_000_000},
 		{"http: {max_body_bytes: 8_000_000}", 8_000_000},
 	}
+	shared := make([]sharedCase, len(cases))
+	for i, tc := range cases {
+		shared[i] = sharedCase{Name: tc.yml, YAML: tc.yml}
+	}
+	shareCases(t, "max_body_bytes", shared)
 	for _, tc := range cases {
 		c := mustParse(t, tc.yml, nil)
 		if c.MaxBodyBytes != tc.want || c.HTTP.MaxBodyBytes != tc.want {
@@ -797,6 +812,11 @@ func TestDispatchRefusalsNameTheirKeyPath(t *testing.T) {
 		"dispatch:\n  poll_ms: 5\n":                                                "dispatch.poll_ms",
 		"sources:\n  s:\n    retry:\n      base_ms: 0\n    sinks: [{type: log}]\n": "sources.s.retry.base_ms",
 	}
+	var shared []sharedCase
+	for yml, path := range cases {
+		shared = append(shared, sharedCase{Name: path, YAML: yml})
+	}
+	shareCases(t, "dispatch_refusals", shared)
 	for yml, path := range cases {
 		_, err := Parse([]byte(yml), nil)
 		var ce *Error

@@ -113,6 +113,11 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{"dedupe: {max_entries: 10, max_entries_per_tenant: 11}", "dedupe.max_entries_per_tenant", "<= dedupe.max_entries"},
 		{"dedupe: {scope: fleet}", "dedupe.scope", "unknown key"},
 	}
+	shared := make([]sharedCase, len(cases))
+	for i, tc := range cases {
+		shared[i] = sharedCase{Name: tc.path + ": " + tc.msg, YAML: tc.yml}
+	}
+	shareCases(t, "trust_refusals", shared)
 	for _, tc := range cases {
 		_, err := Parse([]byte(tc.yml), envOf(nil))
 		if err == nil {

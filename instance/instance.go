@@ -22,8 +22,8 @@ import (
 	"github.com/ankusa-go/ankusa/telemetry"
 )
 
-// ErrUnsupported refuses a wal.type this build cannot honour: booting it would mean
-// answering 2xx on a promise nothing keeps.
+// ErrUnsupported refuses a configuration this build cannot run (see Check): booting it
+// would mean answering 2xx on a promise nothing keeps.
 var ErrUnsupported = errors.New("instance: configuration not supported by this build")
 
 // Options are what the embedding process hands an instance besides its config.
@@ -61,10 +61,8 @@ type Instance struct {
 
 // New prepares an instance; Start runs it.
 func New(cfg *config.Config, opts Options) (*Instance, error) {
-	switch cfg.WAL.Type {
-	case "disk":
-	default:
-		return nil, fmt.Errorf("%w: %q (this build implements wal.type disk; dual needs the intake log and none needs durable sinks)", ErrUnsupported, cfg.WAL.Type)
+	if err := Check(cfg); err != nil {
+		return nil, err
 	}
 	log := opts.Log.With().Str("instance", cfg.Instance).Logger()
 	return &Instance{

@@ -40,6 +40,11 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) int {
+	return runWith(args, stdout, stderr, env, nil)
+}
+
+// runWith is run with the signals serve stops on; nil means the process's SIGTERM and SIGINT.
+func runWith(args []string, stdout, stderr io.Writer, env func(string) (string, bool), signals <-chan os.Signal) int {
 	root := &cobra.Command{
 		Use:           "ankusa",
 		Short:         "Ankusa: a durable webhook-ingestion gateway",
@@ -51,12 +56,22 @@ func run(args []string, stdout, stderr io.Writer, env func(string) (string, bool
 	root.SetArgs(args)
 	root.AddCommand(
 		&cobra.Command{Use: "serve", Short: "Run the node", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
-			return serve(stderr, env)
+			if signals == nil {
+				sig := make(chan os.Signal, 2)
+				signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+				defer signal.Stop(sig)
+				signals = sig
+			}
+			return serve(stderr, env, signals)
 		}},
 		&cobra.Command{Use: "check-config", Short: "Validate the config and print a summary", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
 			cfg, err := loadConfig(env)
 			if err != nil {
 				return err
+			}
+			// What serve would refuse at boot is refused here too, with the same problems.
+			if err := instance.Check(cfg); err != nil {
+				return &exitError{code: config.ExitConfig, err: err}
 			}
 			ids := make([]string, 0, len(cfg.Sources))
 			for id := range cfg.Sources {
@@ -101,7 +116,7 @@ func loadConfig(env func(string) (string, bool)) (*config.Config, error) {
 
 // serve runs the instance until SIGTERM/SIGINT (drain, then exit 0) or until a core
 // domain gives up (exit 1, so the platform restarts the process).
-func serve(stderr io.Writer, env func(string) (string, bool)) error {
+func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Signal) error {
 	cfg, err := loadConfig(env)
 	if err != nil {
 		return err
@@ -122,9 +137,6 @@ func serve(stderr io.Writer, env func(string) (string, bool)) error {
 	if err := inst.Start(); err != nil {
 		return &exitError{code: 1, err: err}
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sig)
 	select {
 	case s := <-sig:
 		log.Info().Str("signal", s.String()).Msg("stopping")

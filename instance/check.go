@@ -1,0 +1,71 @@
+package instance
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/sinks/builtin"
+)
+
+// builtRoles are the roles this build runs. storage has no actor yet, and nothing this
+// build writes creates an archive obligation, so listing it promises nothing; claim_check
+// would promise bodies offloaded that nothing offloads.
+var builtRoles = []string{config.RoleDispatch, config.RoleEdge, config.RoleStorage}
+
+// Check reports every part of cfg that this build cannot run, each with its key path: a
+// wal.type other than disk, a role nothing here builds, a sink type no sink package
+// registers, sink options the sink refuses, sources the edge cannot compile. New refuses
+// with it (so serve does) and check-config calls it, so the two never disagree. The error
+// matches both config.ErrInvalid (exit 78) and ErrUnsupported.
+func Check(cfg *config.Config) error {
+	var ps []config.Problem
+	add := func(path, format string, args ...any) {
+		ps = append(ps, config.Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	if cfg.WAL.Type != "disk" {
+		add("wal.type", "this build runs disk only, got %q (dual needs the intake log, none needs durable sinks)", cfg.WAL.Type)
+	}
+	for i, r := range cfg.Node.Roles {
+		if !slices.Contains(builtRoles, r) {
+			add(fmt.Sprintf("node.roles[%d]", i), "this build does not run role %s (it runs %s)", r, strings.Join(builtRoles, ", "))
+		}
+	}
+	// Every sink is built here whatever this node's roles: a hook an edge-only node stores
+	// for a sink that no node of this build can deliver would never leave the store.
+	reg := builtin.NewRegistry()
+	ids := make([]string, 0, len(cfg.Sources))
+	for id := range cfg.Sources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		for i, spec := range cfg.Sources[id].Sinks {
+			path := fmt.Sprintf("sources.%s.sinks[%d]", id, i)
+			s, err := reg.New(spec, sinks.Deps{Instance: cfg.Instance, Log: zerolog.Nop()})
+			switch {
+			case errors.Is(err, sinks.ErrUnknownType):
+				add(path+".type", "this build has no %s sink (it has %s)", spec.Type, strings.Join(reg.Types(), ", "))
+			case err != nil:
+				add(path, "%v", err) // sink option errors never echo a value
+			default:
+				_ = s.Close()
+			}
+		}
+	}
+	if _, err := edge.NewStaticSources(cfg.Sources); err != nil {
+		add("sources", "%v", err)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	sort.SliceStable(ps, func(a, b int) bool { return ps[a].Path < ps[b].Path })
+	return fmt.Errorf("%w: %w", ErrUnsupported, &config.Error{Problems: ps})
+}
