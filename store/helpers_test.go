@@ -34,7 +34,8 @@ func newID() [16]byte {
 	return id
 }
 
-// makeRecord builds a record whose value is a real encoded hook of bodySize bytes.
+// makeRecord builds a record whose value is a real encoded hook of bodySize bytes. It never fails the
+// test, so goroutines a test starts may call it.
 func makeRecord(t testing.TB, tenant string, bodySize int, sinks ...SinkBinding) *Record {
 	t.Helper()
 	h := Hook{
