@@ -75,8 +75,18 @@ func TestExpectContinueAnsweredAfterPreReadRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer final.Body.Close()
 	toReply(t, final).expect(t, 201, "")
+	_ = final.Body.Close()
+	// The next request on the connection meets every check again.
+	if _, err := io.WriteString(c, "POST /webhooks/nope HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	next, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Body.Close()
+	toReply(t, next).expect(t, 404, "unknown_source")
 }
 
 // A body that breaks off is 400 body_read_failed with no detail: the network layer's

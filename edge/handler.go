@@ -145,6 +145,9 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 			e.refuseEarly(ctx, err)
 			return
 		}
+	} else {
+		// One request's mark; fasthttp resets it too, this does not rely on that.
+		ctx.RemoveUserValue(preReadChecked{})
 	}
 	rq.res = reservation{b: e.budget, slot: e.budget.slot(ctx.RemoteAddr())}
 	defer rq.res.done()
