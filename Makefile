@@ -23,7 +23,7 @@ build: prereq
 # The tests that only hold without the race detector (timings, allocation counts: the
 # race detector slows goroutines unevenly and makes sync.Pool drop items), run in a
 # second pass; it fails when one of them did not run, so a renamed test cannot drop out.
-NORACE_TESTS := TestTenantFairness TestVerifyAllocatesNothing TestDedupeKeyAllocatesOnlyTheKey
+NORACE_TESTS := TestTenantFairness TestVerifyAllocatesNothing TestDedupeKeyAllocatesOnlyTheKey TestStalledUploadsBoundedBeforeAdmission
 NORACE_PKGS  := ./dispatch/ ./verify/ ./edge/
 
 # The whole suite with the race detector, black-box kill tests included.

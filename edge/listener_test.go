@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -392,10 +393,11 @@ func refusedCount(t *testing.T, inst *instance.Instance, reason string) float64 
 }
 
 // Issue 8, item 4: bodies being read are bounded before admission. Forty uploads that
-// declare 8 MB, send 1 MiB and stall hold at most http.max_reading_bytes_per_ip of
-// reservations; the rest, and a further upload, are refused 429 ip_overload with
-// Retry-After before their body is read; the Go heap stays within the bound; once the
-// stalled clients go, the budget is whole again.
+// declare 8 MB, send 6 MiB of it and stall (320 MB declared, 240 MiB sent) hold at most
+// http.max_reading_bytes_per_ip of reservations; the rest, and a further upload, are
+// refused 429 ip_overload with Retry-After before their body is read; the Go heap and
+// the process's resident memory stay within the bound (without it the sent bytes would
+// sit in body buffers); once the stalled clients go, the budget is whole again.
 func TestStalledUploadsBoundedBeforeAdmission(t *testing.T) {
 	const perIP, declared = 32 << 20, 8_000_000
 	inst := startWrapped(t, nil, func(c *config.Config) {
@@ -405,8 +407,9 @@ func TestStalledUploadsBoundedBeforeAdmission(t *testing.T) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
+	rssBefore := residentBytes(t)
 
-	partial := bytes.Repeat([]byte("x"), 1<<20)
+	partial := bytes.Repeat([]byte("x"), 6<<20)
 	head := fmt.Sprintf("POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", declared)
 	conns := make([]net.Conn, 0, 40)
 	for range 40 {
@@ -427,6 +430,14 @@ func TestStalledUploadsBoundedBeforeAdmission(t *testing.T) {
 	runtime.ReadMemStats(&during)
 	if grown := int64(during.HeapAlloc) - int64(before.HeapAlloc); grown > perIP+16<<20 {
 		t.Fatalf("heap grew %d MiB holding stalled uploads, bound %d MiB", grown>>20, perIP>>20)
+	}
+	// Resident memory: the reservations, the test's own 6 MiB payload and the 8 KiB
+	// read with each head, plus room for the runtime (GC target, stacks, buffers); far
+	// below the 240 MiB the stalled clients sent.
+	if grown := residentBytes(t) - rssBefore; !raceEnabled && grown > 2*perIP+32<<20 {
+		t.Fatalf("resident memory grew %d MiB holding stalled uploads, bound %d MiB", grown>>20, (2*perIP+32<<20)>>20)
+	} else {
+		t.Logf("resident memory grew %d MiB holding 40 stalled uploads (race detector: %v)", grown>>20, raceEnabled)
 	}
 
 	// fasthttp reads the first 8 KiB of a body with the head before it runs the
@@ -461,4 +472,24 @@ func TestSlowUploadWithinReadTimeoutIsNoDeadlineMiss(t *testing.T) {
 	time.Sleep(time.Second) // the client's own pace: twice the record deadline
 	_, _ = c.Write(body[len(body)/2:])
 	readAnswer(t, c).expect(t, 201, "")
+}
+
+// residentBytes is the process's resident set size (VmRSS in /proc/self/status).
+func residentBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatalf("cannot read /proc/self/status: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("cannot parse VmRSS %q: %v", v, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
