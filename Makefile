@@ -30,8 +30,8 @@ NORACE_PKGS  := ./dispatch/ ./verify/ ./edge/
 test: prereq
 	$(GO) test -race -count=1 -timeout 12m $(PKGS)
 	@out=$$($(GO) test -count=1 -timeout 3m -run '^($(subst $(eval) ,|,$(NORACE_TESTS)))$$' -v $(NORACE_PKGS) 2>&1); rc=$$?; \
-	echo "$$out"; [ $$rc -eq 0 ] || exit $$rc; \
-	for t in $(NORACE_TESTS); do echo "$$out" | grep -q -- "^--- PASS: $$t " || { echo "$$t did not run in the non-race pass"; exit 1; }; done
+	printf '%s\n' "$$out"; [ $$rc -eq 0 ] || exit $$rc; \
+	for t in $(NORACE_TESTS); do printf '%s\n' "$$out" | grep -q -- "^--- PASS: $$t " || { echo "$$t did not run in the non-race pass"; exit 1; }; done
 
 
 test-short: prereq
