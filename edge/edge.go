@@ -109,7 +109,7 @@ func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
 	case h.storeNotReady() != "":
 		return false, "unavailable", h.storeNotReady()
 	case h.notAccepting.Load():
-		return false, "unavailable", "ok"
+		return false, "not_accepting", "ok"
 	}
 	return true, "ready", "ok"
 }

@@ -158,7 +158,15 @@ func TestAcceptErrorsDoNotStopIngest(t *testing.T) {
 		answered <- err
 	}()
 	poll.True(t, 10*time.Second, "accept failures", func() bool { return fl.failures.Load() >= 3 })
-	poll.True(t, 10*time.Second, "/ready 503 while accepts fail", func() bool { st, _ := statusOf(ready, nil); return st == 503 })
+	poll.True(t, 10*time.Second, "/ready 503 not_accepting while accepts fail", func() bool {
+		resp, err := testClient.Get(ready)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == 503 && bytes.Contains(b, []byte(`"status":"not_accepting"`))
+	})
 
 	fl.failing.Store(false)
 	select {
