@@ -173,6 +173,19 @@ func (e *Edge) afterRead(rq *request) (ending, error) {
 	if end, err := e.verifyTrust(rq); end.outcome != "" || err != nil {
 		return end, err
 	}
+	end, err := e.commitVerified(rq)
+	if err != nil && rq.flagged {
+		// A flagged hook spent its source's quarantine token; refused here it was not
+		// stored, and a refusal that stores nothing spends no token (as the pen's own
+		// failed writes).
+		e.limits.penBuckets.Refund(rq.src.ID, e.limits.quarantine, 1)
+	}
+	return end, err
+}
+
+// commitVerified runs the steps after verification's verdict: the URL tenant, the
+// hook's derived fields and tenant quota, the dedupe fast path, admission and commit.
+func (e *Edge) commitVerified(rq *request) (ending, error) {
 	if err := e.mintURLTenant(rq.src, rq.tenant); err != nil {
 		return ending{}, err
 	}

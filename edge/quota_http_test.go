@@ -175,6 +175,35 @@ func TestFailedPenWriteRefundsItsToken(t *testing.T) {
 	forge(t, inst, "pen", 10).expect(t, 429, "quarantine_rate_limited")
 }
 
+// The same rule for accept_flag: a flagged hook spends its source's quarantine token, and
+// when its commit fails nothing was stored, so the token comes back.
+func TestFailedFlaggedCommitRefundsItsToken(t *testing.T) {
+	var fail atomic.Bool
+	faults := &store.Faults{BeforeCommit: func() error {
+		if fail.Load() {
+			return errors.New("injected write failure")
+		}
+		return nil
+	}}
+	inst := start(t, func(c *config.Config) {
+		src := penSource("s")
+		src.OnVerifyFailure = config.OnVerifyAcceptFlag
+		c.Sources["flag"] = src
+		c.Quarantine.Burst, c.Quarantine.Rate = 1, 0.001
+		c.Store.ReopenMinMS = 50 // recover fast once the fault is lifted
+	}, faults)
+	fail.Store(true)
+	forge(t, inst, "flag", 10).expect(t, 503, "store_unavailable")
+	fail.Store(false)
+	poll.Eventually(t, 20*time.Second, func() error {
+		if r := forge(t, inst, "flag", 10); r.status != 201 {
+			return fmt.Errorf("flagged hook after the fault: %d %s", r.status, r.raw)
+		}
+		return nil
+	})
+	forge(t, inst, "flag", 10).expect(t, 429, "quarantine_rate_limited")
+}
+
 // Issue 8 item 6: "the dedupe index quota can be filled with unique keys for 72 h". One source holds at most
 // dedupe.max_entries_per_source keys: past it 503 dedupe_quota, while another source of the tenant gets 201.
 func TestDedupeSourceShare(t *testing.T) {
