@@ -30,35 +30,7 @@ func startNodeNofile(t *testing.T, name, dataDir string, nofile int, httpExtra s
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n.logPath = filepath.Join(dataDir, name+".log")
-	logf, err := os.Create(n.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.cmd = exec.Command(sh, "-c", `ulimit -n "$1" && exec "$0" serve`, binary, strconv.Itoa(nofile))
-	n.cmd.Env = append(os.Environ(), "ANKUSA_CONFIG="+cfgPath, "ANKUSA_LOG_LEVEL=info")
-	n.cmd.Stdout, n.cmd.Stderr = logf, logf
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = n.cmd.Wait(); _ = logf.Close(); close(n.exited) }()
-	t.Cleanup(func() { n.kill() })
-	poll.Eventually(t, 60*time.Second, func() error {
-		select {
-		case <-n.exited:
-			t.Fatalf("node exited during start; log:\n%s", n.log())
-		default:
-		}
-		resp, err := testClient.Get(n.url("/ready"))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("ready: %d", resp.StatusCode)
-		}
-		return nil
-	})
+	launch(t, n, exec.Command(sh, "-c", `ulimit -n "$1" && exec "$0" serve`, binary, strconv.Itoa(nofile)), cfgPath, name, dataDir)
 	return n
 }
 

@@ -107,35 +107,7 @@ func startNodeRoles(t testing.TB, name, dataDir, roles, sources string) *node {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	n.logPath = filepath.Join(dataDir, name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log")
-	logf, err := os.Create(n.logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.cmd = exec.Command(binary, "serve")
-	n.cmd.Env = append(os.Environ(), "ANKUSA_CONFIG="+cfgPath, "ANKUSA_LOG_LEVEL=info")
-	n.cmd.Stdout, n.cmd.Stderr = logf, logf
-	if err := n.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = n.cmd.Wait(); _ = logf.Close(); close(n.exited) }()
-	t.Cleanup(func() { n.kill() })
-	poll.Eventually(t, 60*time.Second, func() error {
-		select {
-		case <-n.exited:
-			t.Fatalf("node exited during start; log:\n%s", n.log())
-		default:
-		}
-		resp, err := testClient.Get(n.url("/ready"))
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("ready: %d", resp.StatusCode)
-		}
-		return nil
-	})
+	launch(t, n, exec.Command(binary, "serve"), cfgPath, name, dataDir)
 	return n
 }
 
@@ -187,4 +159,40 @@ func post(ctx context.Context, url string, body []byte) (int, []byte, error) {
 	var buf bytes.Buffer
 	_, err = buf.ReadFrom(resp.Body)
 	return resp.StatusCode, buf.Bytes(), err
+}
+
+// launch starts cmd (the binary's serve, perhaps behind a shell) with n's config at
+// cfgPath and its output in a log file under dataDir, stops it at cleanup, and waits
+// until /ready answers 200.
+func launch(t testing.TB, n *node, cmd *exec.Cmd, cfgPath, name, dataDir string) {
+	t.Helper()
+	n.logPath = filepath.Join(dataDir, name+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)+".log")
+	logf, err := os.Create(n.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cmd = cmd
+	n.cmd.Env = append(os.Environ(), "ANKUSA_CONFIG="+cfgPath, "ANKUSA_LOG_LEVEL=info")
+	n.cmd.Stdout, n.cmd.Stderr = logf, logf
+	if err := n.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = n.cmd.Wait(); _ = logf.Close(); close(n.exited) }()
+	t.Cleanup(func() { n.kill() })
+	poll.Eventually(t, 60*time.Second, func() error {
+		select {
+		case <-n.exited:
+			t.Fatalf("node exited during start; log:\n%s", n.log())
+		default:
+		}
+		resp, err := testClient.Get(n.url("/ready"))
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("ready: %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
