@@ -1,10 +1,8 @@
 package actors
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"errors"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"log/slog"
 	"strings"
 	"sync"
@@ -17,43 +15,13 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of actor goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// lines decodes every JSON line written so far.
-func (s *syncBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	s.mu.Lock()
-	data := append([]byte(nil), s.b.Bytes()...)
-	s.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line is not JSON: %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
 // DESIGN.md §"Actors": protoactor's own logger is bridged to zerolog.
 func TestProtoactorLogsAreStructuredZerologLines(t *testing.T) {
-	var buf syncBuffer
+	var buf capture.Buffer
 	sys := NewSystem("inst-a", zerolog.New(&buf))
 	defer sys.Shutdown()
 
-	lines := buf.lines(t)
+	lines := buf.Lines(t)
 	var found map[string]any
 	for _, l := range lines {
 		if l["message"] == "actor system started" {
@@ -75,7 +43,7 @@ type secretMessage struct{ Body string }
 
 // STYLE.md §"Actors": dead letters throttled; a message's contents never reach a log line.
 func TestDeadLettersAreThrottledAndRedacted(t *testing.T) {
-	var buf syncBuffer
+	var buf capture.Buffer
 	sys := NewSystem("inst-a", zerolog.New(&buf), actor.WithDeadLetterThrottleInterval(300*time.Millisecond))
 	defer sys.Shutdown()
 
@@ -86,7 +54,7 @@ func TestDeadLettersAreThrottledAndRedacted(t *testing.T) {
 	}
 	// The throttle reports how many lines it swallowed once its interval ends.
 	summary := func() map[string]any {
-		for _, l := range buf.lines(t) {
+		for _, l := range buf.Lines(t) {
 			if l["message"] == "[DeadLetter]" && l["throttled"] != nil {
 				return l
 			}
@@ -96,7 +64,7 @@ func TestDeadLettersAreThrottledAndRedacted(t *testing.T) {
 	poll.True(t, 5*time.Second, "the throttle summary line", func() bool { return summary() != nil })
 
 	var logged int
-	for _, l := range buf.lines(t) {
+	for _, l := range buf.Lines(t) {
 		if l["message"] != "[DeadLetter]" || l["throttled"] != nil {
 			continue
 		}
@@ -111,21 +79,19 @@ func TestDeadLettersAreThrottledAndRedacted(t *testing.T) {
 	if got := int(summary()["throttled"].(float64)); got < sent-deadLetterBurst {
 		t.Fatalf("throttled %d of %d, want at least %d", got, sent, sent-deadLetterBurst)
 	}
-	buf.mu.Lock()
-	raw := buf.b.String()
-	buf.mu.Unlock()
+	raw := buf.String()
 	if strings.Contains(raw, "hunter2") {
 		t.Fatalf("a message body reached the log: %s", raw)
 	}
 }
 
 func TestSlogHandlerKeepsLevelsGroupsAndAttributes(t *testing.T) {
-	var buf syncBuffer
+	var buf capture.Buffer
 	l := slog.New(NewSlogHandler(zerolog.New(&buf).Level(zerolog.InfoLevel)))
 	l.Debug("dropped")
 	l.With("a", 1).WithGroup("g").Warn("hello", "b", true, slog.Group("sub", "c", "x"), "d", time.Second,
 		"err", errors.New("bad"))
-	lines := buf.lines(t)
+	lines := buf.Lines(t)
 	if len(lines) != 1 {
 		t.Fatalf("got %d lines, want 1 (debug below the logger level): %v", len(lines), lines)
 	}

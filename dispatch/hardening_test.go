@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"io"
 	"net"
 	"net/http"
@@ -53,24 +54,6 @@ func (s *headerSink) requests() []http.Header {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]http.Header(nil), s.got...)
-}
-
-// syncBuffer collects an instance's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // startLogged is start with the instance's logs, from level up, written to logs.
@@ -200,7 +183,7 @@ func TestSinkURLSecretsStayOutOfRowsAndLogs(t *testing.T) {
 	}
 	closed := "http://" + l.Addr().String()
 	_ = l.Close()
-	var logs syncBuffer
+	var logs capture.Buffer
 	inst := startLogged(t, map[string]config.Source{
 		"gone":    httpSource("default", refusing.URL+"/services/T0001/B0001/"+token, false),
 		"refused": httpSource("default", closed+"/services/T0001/B0001/"+token, false),
@@ -302,7 +285,7 @@ func TestAcceptFlagMarksForgedHooksForTheSink(t *testing.T) {
 
 // The log sink writes the status (and the flag) on its line.
 func TestLogSinkLineCarriesTheVerificationStatus(t *testing.T) {
-	var logs syncBuffer
+	var logs capture.Buffer
 	src := fixtureLogSource()
 	src.Verify = verify.Spec{Type: "github", Secret: verify.Secrets{ghSecret}}
 	src.OnVerifyFailure = config.OnVerifyAcceptFlag

@@ -3,6 +3,7 @@ package edge_test
 import (
 	"bufio"
 	"fmt"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"io"
 	"net"
 	"net/http"
@@ -140,7 +141,7 @@ func (panickingSources) Lookup([]byte) (*edge.Source, error) { panic("source sto
 // A panic in the ingest handler answers 500 internal, is counted and logged without
 // the request, and the server goes on answering (issue 8, item 12).
 func TestIngestPanicAnswers500AndServes(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &capture.Buffer{}
 	system := actors.NewSystem("edge", zerolog.New(logs))
 	t.Cleanup(system.Shutdown)
 	tel := telemetry.New("edge", zerolog.New(logs))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"io"
 	"net"
 	"net/http"
@@ -301,24 +302,6 @@ func TestSlowHeadCannotStretchTimeout(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination the server's goroutines write while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // captureStderr points file descriptor 2 at a file until the returned function is
 // called, which restores it and returns what was written: fasthttp's default logger
 // writes there, whatever the process's logger.
@@ -348,7 +331,7 @@ func captureStderr(t *testing.T) func() string {
 // header and a ?token= query is answered 400 JSON, and neither value reaches any log
 // (the process's logger or fasthttp's default stderr logger) (issue 8, item 11).
 func TestMalformedHeadLogsNoCredential(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &capture.Buffer{}
 	inst := startWith(t, instance.Options{Log: zerolog.New(logs).Level(zerolog.DebugLevel)}, nil)
 	restore := captureStderr(t)
 	stderr := ""

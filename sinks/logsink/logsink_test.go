@@ -1,11 +1,9 @@
 package logsink
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -18,37 +16,7 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// logBuffer is the log sink's destination: the lines written, safe for concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range bytes.Split(bytes.TrimSpace(l.b.Bytes()), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			t.Fatalf("log line is not JSON: %q", line)
-		}
-		out = append(out, m)
-	}
-	return out
-}
-
-func newSink(t *testing.T, buf *logBuffer) sinks.Sink {
+func newSink(t *testing.T, buf *capture.Buffer) sinks.Sink {
 	t.Helper()
 	s, err := New(config.SinkSpec{Type: Type}, sinks.Deps{Instance: "n1", Log: zerolog.New(buf)})
 	if err != nil {
@@ -60,14 +28,14 @@ func newSink(t *testing.T, buf *logBuffer) sinks.Sink {
 // target: "Received" reads the log output. The log keeps sizes, not bodies, so the suite runs its
 // metadata-only variant (sizes compared, byte identity not checkable), and there is no broken destination:
 // the sink cannot fail.
-type target struct{ buf logBuffer }
+type target struct{ buf capture.Buffer }
 
 func (tg *target) New(t *testing.T) sinks.Sink  { return newSink(t, &tg.buf) }
 func (tg *target) Broken(*testing.T) sinks.Sink { return nil }
 func (tg *target) MetadataOnly()                {}
 func (tg *target) Received(t *testing.T, id string) ([][]byte, bool) {
 	var got [][]byte
-	for _, m := range tg.buf.lines(t) {
+	for _, m := range tg.buf.Lines(t) {
 		if m["id"] == id {
 			size, _ := m["size"].(float64)
 			got = append(got, make([]byte, int(size)))
@@ -80,7 +48,7 @@ func TestConformance(t *testing.T) { sinktest.Run(t, &target{}) }
 
 // Inventory D.2 log row: "logged (not durable)"; the log line holds metadata only, never the body or headers.
 func TestLogsMetadataNeverBodyOrHeaders(t *testing.T) {
-	var buf logBuffer
+	var buf capture.Buffer
 	s := newSink(t, &buf)
 	defer s.Close()
 	if s.Durable() {
@@ -93,7 +61,7 @@ func TestLogsMetadataNeverBodyOrHeaders(t *testing.T) {
 	if err := s.Deliver(context.Background(), e); err != nil {
 		t.Fatal(err)
 	}
-	lines := buf.lines(t)
+	lines := buf.Lines(t)
 	if len(lines) != 1 {
 		t.Fatalf("%d log lines for one delivery", len(lines))
 	}
@@ -106,7 +74,7 @@ func TestLogsMetadataNeverBodyOrHeaders(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, m[k], v)
 		}
 	}
-	raw := buf.b.String()
+	raw := buf.String()
 	for _, marker := range []string{"BODY-MARKER", "HEADER-MARKER", "x-secret-header"} {
 		if strings.Contains(raw, marker) {
 			t.Fatalf("log line holds %s: %s", marker, raw)
