@@ -443,10 +443,20 @@ func runUnprivileged(t *testing.T, dir string) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{filepath.Dir(bin), filepath.Dir(filepath.Dir(bin)), filepath.Dir(dir), filepath.Dir(filepath.Dir(dir))} {
+	// Only directories inside this test's own temporary root: the system's temporary
+	// directory above it is traversable already, and changing its mode would break every
+	// other user of the machine (a 0755 /tmp stops apt, for one).
+	root := filepath.Dir(filepath.Dir(bin))
+	for _, d := range []string{filepath.Dir(bin), filepath.Dir(dir), filepath.Dir(filepath.Dir(dir))} {
+		if d != root && !strings.HasPrefix(d, root+string(filepath.Separator)) {
+			continue
+		}
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-test.run=^TestUnreadableStoreIsNotOpenedAsEmpty$/^directory_unreadable$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), unreadableDirEnv+"="+dir)
