@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/ankusa-go/ankusa/test/capture"
+	"github.com/ankusa-go/ankusa/test/fixture"
 	"io"
 	"net"
 	"net/http"
@@ -59,34 +60,15 @@ func (s *headerSink) requests() []http.Header {
 // startLogged is start with the instance's logs, from level up, written to logs.
 func startLogged(t *testing.T, sources map[string]config.Source, mutate func(*config.Config), level zerolog.Level, logs io.Writer) *instance.Instance {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Instance = "hard"
-	cfg.Node.DataDir = t.TempDir()
-	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
-	cfg.Admin.Enabled = false
-	cfg.Listener.DrainDelayMS = 0
-	cfg.Dispatch.Retry = config.Retry{BaseMS: 20, MaxMS: 200, MaxAttempts: 10, Jitter: false}
-	cfg.Dispatch.AttemptTimeoutMS = 2000
-	cfg.Sources = sources
-	if mutate != nil {
-		mutate(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(logs).Level(level)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := inst.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
+	return fixture.InstanceWith(t, "hard", func(cfg *config.Config) {
+		cfg.Admin.Enabled = false
+		cfg.Dispatch.Retry = config.Retry{BaseMS: 20, MaxMS: 200, MaxAttempts: 10, Jitter: false}
+		cfg.Dispatch.AttemptTimeoutMS = 2000
+		cfg.Sources = sources
+		if mutate != nil {
+			mutate(cfg)
 		}
-	})
-	return inst
+	}, instance.Options{Log: zerolog.New(logs).Level(level)})
 }
 
 // post sends one hook with the given headers and returns the status and body of the answer.

@@ -92,33 +92,13 @@ func startWrapped(t *testing.T, wrap func(net.Listener) net.Listener, mutate fun
 // startWith runs an ingest-and-admin instance with opts.
 func startWith(t *testing.T, opts instance.Options, mutate func(*config.Config)) *instance.Instance {
 	t.Helper()
-	cfg := config.Default()
-	cfg.Instance = "edge"
-	cfg.Node.DataDir = t.TempDir()
-	cfg.Node.Roles = []string{"edge"}
-	cfg.HTTP.IP, cfg.HTTP.Port = "127.0.0.1", 0
-	cfg.Admin.Port = 0
-	cfg.Listener.DrainDelayMS = 0
-	cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
-	if mutate != nil {
-		mutate(cfg)
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := instance.New(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := inst.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := inst.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
+	return fixture.InstanceWith(t, "edge", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
+		if mutate != nil {
+			mutate(cfg)
 		}
-	})
-	return inst
+	}, opts)
 }
 
 func statusOf(url string, body []byte) (int, error) {
