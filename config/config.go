@@ -42,6 +42,11 @@ type Config struct {
 	Quarantine Quarantine `yaml:"quarantine"`
 	Dedupe     Dedupe     `yaml:"dedupe"`
 	Store      Store      `yaml:"store"`
+	// Storage, Archive, Backup and ClaimCheck keep copies off the store (storage.go).
+	Storage    Storage    `yaml:"storage"`
+	Archive    Archive    `yaml:"archive"`
+	Backup     Backup     `yaml:"backup"`
+	ClaimCheck ClaimCheck `yaml:"claim_check"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
 	Sources map[string]Source `yaml:"sources" config:"noecho"`
 
@@ -53,6 +58,10 @@ type Config struct {
 
 // Node is the node section.
 type Node struct {
+	// ID names this node in shared object stores (archive segment keys, backups): [A-Za-z0-9_-]{1,64},
+	// default the instance name. Nodes sharing a bucket need distinct ids (or storage.key_prefix); a node that
+	// replaces a lost one keeps its id.
+	ID      string   `yaml:"id"`
 	DataDir string   `yaml:"data_dir"` // default "./data"
 	Roles   []string `yaml:"roles"`    // default [edge, dispatch, storage]; allowed edge, dispatch, storage, claim_check
 }

@@ -359,8 +359,13 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 			TenantShare: 0.5, RetentionSeconds: 604_800, WriteTimeoutMS: 5000},
 		Dedupe: Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
 		// Inventory E.1: "reopen (≤ once / 5 s); … retries open after 5, 10, 20, 40, 60 s".
-		Store:   Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
-		Sources: map[string]Source{},
+		Store: Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
+		// Inventory B.3 storage, backup and claim_check rows; verify_interval_ms is unpublished (ours: hourly).
+		Storage: Storage{Type: "local", S3: S3{Region: "us-east-1"}, RollBytes: 16 << 20, RollMS: 30_000,
+			IntervalMS: 1000, Codec: "raw"},
+		Backup:     Backup{IntervalMS: 60_000, Keep: 3, VerifyIntervalMS: 3_600_000},
+		ClaimCheck: ClaimCheck{IP: "127.0.0.1", Port: 4001, PackMaxBytes: 16 << 20, SweepIntervalMS: 3_600_000},
+		Sources:    map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default()\n got %+v\nwant %+v", d, want)

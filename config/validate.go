@@ -127,6 +127,10 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
 
 	c.validateTrust(ps)
+	c.validateStorage(ps)
+	if c.Node.ID != "" && !validID(c.Node.ID) {
+		ps.add("node.id", "must match [A-Za-z0-9_-]{1,64}, got %s", quote(c.Node.ID))
+	}
 
 	for id, s := range c.Sources {
 		c.validateSource(ps, id, s)
