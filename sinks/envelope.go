@@ -28,6 +28,10 @@ type Envelope struct {
 	// sends it as X-Ankusa-Verification, the log sink logs it, and Message v1 carries it as "verification".
 	Verification string
 	Attempt      int // 1 for the first attempt
+	// Claim, when set, is the claim ref (urn:ankusa:claim:v1:<tenant>:<claim_id>, inventory D.5) under which
+	// the body was checked in: a queue sink then carries the ref instead of the body. Body still holds the
+	// hook body, whose size and SHA-256 the message states.
+	Claim string
 }
 
 // Verification statuses as sinks carry them (inventory D.3: ok|failed|skipped).

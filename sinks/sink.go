@@ -17,6 +17,14 @@ type Sink interface {
 	Close() error
 }
 
+// InlineLimiter is implemented by a sink that carries the body inside a message of bounded size (the queue
+// sinks, inventory D.1 `inline_max_bytes`). A body longer than InlineMaxBytes must reach Deliver checked in,
+// with Envelope.Claim set; without a claim such a sink refuses the hook with a Permanent error, since no
+// retry makes the body smaller.
+type InlineLimiter interface {
+	InlineMaxBytes() int
+}
+
 // SafeDeliver calls s.Deliver and turns a panic inside the sink into a Transient error matching ErrPanicked, so
 // a raising sink costs one attempt, never its caller (inventory D.1: "Raise/throw/exit/other return ⇒ error on
 // every path").
