@@ -6,5 +6,7 @@
 // destination yields an error that is not Permanent (unless the target says otherwise); a cancelled context
 // returns promptly with an error; concurrent Deliver calls are safe; the body is neither modified nor retained;
 // Close is idempotent and a closed sink never claims a delivery; SafeDeliver turns the sink's panic into a
-// Transient error.
+// Transient error. A Target whose sink holds connections (Reconnecting) also proves the sink recovers on its
+// own after the connection is cut or the destination is unreachable for a while, through Proxy; a Target that
+// states whether its destination keeps hooks (Durability) proves Durable says the same.
 package sinktest

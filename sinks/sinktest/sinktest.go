@@ -37,9 +37,33 @@ type MetadataOnly interface{ MetadataOnly() }
 // other than Permanent: an outage must be retried, not dead-lettered.
 type BrokenClassifier interface{ BrokenClass() sinks.Class }
 
+// Reconnecting is implemented by a Target whose sink holds a connection to its destination (the broker
+// sinks). The suite puts a Proxy between sink and destination, cuts it and refuses it for a while, and
+// requires the same sink to deliver again once the path is back (design §6: "connection handling (connect,
+// reconnect with back-off) inside the sink").
+type Reconnecting interface {
+	// Upstream is the destination's host:port, the address the proxy forwards to.
+	Upstream() string
+	// NewAt returns a sink like New's that connects to addr (the proxy) instead of Upstream. The suite
+	// closes it.
+	NewAt(t *testing.T, addr string) sinks.Sink
+}
+
+// Durability is implemented by a Target that states whether its destination keeps a delivered hook once
+// nobody is connected (JetStream, Kafka: true; Redis pub/sub, the log: false). The suite requires the sink's
+// Durable to say the same: wal.type none relies on it (inventory D.6).
+type Durability interface{ KeepsHooks() bool }
+
 // attemptTimeout bounds every attempt of the suite; a sink that needs longer against a local destination is
 // broken.
 const attemptTimeout = 30 * time.Second
+
+// ReconnectWithin is how soon a sink must deliver again once its destination is reachable: its back-off
+// between reconnects must not exceed this against a loopback broker.
+const ReconnectWithin = 10 * time.Second
+
+// unreachableAttempt is the deadline of an attempt made while the destination is unreachable.
+const unreachableAttempt = 2 * time.Second
 
 // promptly is how soon Deliver must give up on a cancelled context.
 const promptly = 2 * time.Second
@@ -55,6 +79,13 @@ func Run(t *testing.T, tgt Target) {
 	t.Run("ConcurrentDeliverIsSafe", c.concurrent)
 	t.Run("CloseIsIdempotent", c.close)
 	t.Run("SafeDeliverRecoversPanic", c.safeDeliver)
+	if rc, ok := tgt.(Reconnecting); ok {
+		t.Run("ReconnectsAfterConnectionDrop", func(t *testing.T) { c.reconnects(t, rc) })
+		t.Run("UnreachableThenBack", func(t *testing.T) { c.unreachable(t, rc) })
+	}
+	if d, ok := tgt.(Durability); ok {
+		t.Run("DurableTellsTheTruth", func(t *testing.T) { c.durable(t, d) })
+	}
 }
 
 type suite struct {
@@ -281,6 +312,85 @@ func (c *suite) safeDeliver(t *testing.T) {
 	}
 	if cl, _ := sinks.Classify(err); cl != sinks.Transient {
 		t.Fatalf("a panic classified %s, want transient", cl)
+	}
+}
+
+func (c *suite) proxied(t *testing.T, rc Reconnecting) (*Proxy, sinks.Sink) {
+	t.Helper()
+	p := NewProxy(t, rc.Upstream())
+	s := rc.NewAt(t, p.Addr())
+	if s == nil {
+		t.Fatal("Target.NewAt returned nil")
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return p, s
+}
+
+// deliverAgain delivers fresh envelopes until one returns nil within ReconnectWithin, requiring every failure
+// on the way to be something other than Permanent, then checks the destination has it.
+func (c *suite) deliverAgain(t *testing.T, s sinks.Sink, what string) {
+	t.Helper()
+	deadline := time.Now().Add(ReconnectWithin)
+	for n := 1; ; n++ {
+		body := []byte(fmt.Sprintf("%s, attempt %d", what, n))
+		e := Envelope(body)
+		err := c.deliverOnce(s, e)
+		if err == nil {
+			c.expectReceived(t, e.IDText, body)
+			return
+		}
+		if cl, _ := sinks.Classify(err); cl == sinks.PermanentClass {
+			t.Fatalf("%s: attempt %d classified permanent: an outage would dead-letter hooks (err: %v)", what, n, err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the sink did not deliver again within %s (last error: %v)", what, ReconnectWithin, err)
+		}
+		time.Sleep(50 * time.Millisecond) // pace the attempts as a lane's back-off would; the sink decides when to redial
+	}
+}
+
+// Design §6: a sink reconnects with back-off on its own; the caller keeps the same sink.
+func (c *suite) reconnects(t *testing.T, rc Reconnecting) {
+	p, s := c.proxied(t, rc)
+	c.deliver(t, s, []byte("before the drop"))
+	p.Sever()
+	c.deliverAgain(t, s, "after the drop")
+	p.Sever()
+	p.Sever() // twice in a row: a reconnect that meets a second cut must not wedge the sink
+	c.deliverAgain(t, s, "after two drops")
+}
+
+// While the destination cannot be reached an attempt fails within its deadline, not as Permanent, and never
+// returns nil; once it is back the same sink delivers.
+func (c *suite) unreachable(t *testing.T, rc Reconnecting) {
+	p, s := c.proxied(t, rc)
+	c.deliver(t, s, []byte("before the outage"))
+	p.Pause()
+	for i := 0; i < 2; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), unreachableAttempt)
+		start := time.Now()
+		err := s.Deliver(ctx, Envelope([]byte("during the outage")))
+		took := time.Since(start)
+		cancel()
+		if err == nil {
+			t.Fatal("Deliver returned nil while the destination was unreachable")
+		}
+		if cl, _ := sinks.Classify(err); cl == sinks.PermanentClass {
+			t.Fatalf("an unreachable destination classified permanent (err: %v)", err)
+		}
+		if took > unreachableAttempt+promptly {
+			t.Fatalf("an attempt with a %s deadline took %s while the destination was unreachable", unreachableAttempt, took)
+		}
+	}
+	p.Resume()
+	c.deliverAgain(t, s, "after the outage")
+}
+
+// Inventory D.1: durable?/1 — "Sink.Log and Sink.Redis false"; D.6: wal.type none counts on it.
+func (c *suite) durable(t *testing.T, d Durability) {
+	s := c.sink(t)
+	if got, want := s.Durable(), d.KeepsHooks(); got != want {
+		t.Fatalf("Durable() = %v, but the destination keeps hooks: %v", got, want)
 	}
 }
 
