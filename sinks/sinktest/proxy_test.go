@@ -84,7 +84,7 @@ func (st *lineStore) serve(c net.Conn) {
 }
 
 func (st *lineStore) New(t *testing.T) sinks.Sink { return st.NewAt(t, st.Upstream()) }
-func (st *lineStore) Upstream() string          { return st.ln.Addr().String() }
+func (st *lineStore) Upstream() string            { return st.ln.Addr().String() }
 func (st *lineStore) NewAt(_ *testing.T, addr string) sinks.Sink {
 	return &lineSink{addr: addr, flaw: st.flaw}
 }

@@ -1,41 +1,64 @@
-// Package services tells a test whether a real service it needs (Redis, NATS JetStream, RabbitMQ) is
-// listening on loopback, and decides what a missing one means: under CI=true the test FAILS, because CI
-// provides every service and a skip there would hide the proof; elsewhere it is skipped with a message that
-// says which service to start.
+// Package services is how a test reaches a service that runs on the machine (RabbitMQ, Redis, NATS) and what it
+// does when the service is down: under CI=true the test fails, because a CI run whose services are missing must
+// not pass by skipping what it was meant to prove; elsewhere (a laptop without RabbitMQ) it skips, saying why.
 package services
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
-// Loopback addresses of the services the tests use.
+// Loopback addresses of the machine's services (docs: test-services).
 const (
-	Redis    = "127.0.0.1:6379"
-	NATS     = "127.0.0.1:4222"
-	RabbitMQ = "127.0.0.1:5672" // guest/guest
+	RabbitMQAddr = "127.0.0.1:5672"
+	RedisAddr    = "127.0.0.1:6379"
+	NATSAddr     = "127.0.0.1:4222"
 )
 
-// dialTimeout bounds the probe; a loopback service answers at once or is not there.
-const dialTimeout = time.Second
+// RabbitMQURL is the AMQP URL of the machine's RabbitMQ (default guest account, loopback only).
+const RabbitMQURL = "amqp://guest:guest@" + RabbitMQAddr + "/"
 
-// Require returns addr when a TCP connection to it opens. Otherwise it fails t under CI=true and skips it
-// elsewhere, naming the service (name, e.g. "Redis") and the address.
-func Require(t testing.TB, name, addr string) string {
+// wait is how long Require keeps dialing a service that refuses: RabbitMQ takes 4-7 s to start, and CI may start
+// it just before the tests.
+const wait = 10 * time.Second
+
+// Require makes sure name answers TCP on addr. When it does not within a few seconds the test fails under
+// CI=true and is skipped elsewhere.
+func Require(t testing.TB, name, addr string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, dialTimeout)
-	if err == nil {
-		_ = c.Close()
-		return addr
-	}
-	if CI() {
-		t.Fatalf("%s is not reachable on %s (%v): under CI=true every service must run, a test never skips", name, addr, err)
-	}
-	t.Skipf("%s is not reachable on %s (%v): start it to run this test (under CI=true this fails)", name, addr, err)
-	return ""
+	require(t, name, addr, wait)
 }
 
-// CI reports whether the tests run under CI (CI=true), where a missing service is a failure.
+func require(t testing.TB, name, addr string, within time.Duration) {
+	t.Helper()
+	err := poll.Wait(within, func() error {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	if err == nil {
+		return
+	}
+	msg := fmt.Sprintf("%s is not reachable on %s: %v", name, addr, err)
+	if CI() {
+		t.Fatalf("%s (CI=true: a test whose service is down fails, it never skips)", msg)
+	}
+	t.Skip(msg)
+}
+
+// RabbitMQ is Require for the machine's RabbitMQ; it returns RabbitMQURL.
+func RabbitMQ(t testing.TB) string {
+	t.Helper()
+	Require(t, "RabbitMQ", RabbitMQAddr)
+	return RabbitMQURL
+}
+
+// CI reports whether the tests run under CI (CI=true).
 func CI() bool { return os.Getenv("CI") == "true" }
