@@ -1,0 +1,363 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/linxGnu/grocksdb"
+	"github.com/rs/zerolog"
+)
+
+// The archive CF holds the segment catalogue: which hooks the compactor wrote to which segment object.
+//
+//	'S', first_seq:64           → segment row (SegmentEntry, versioned)
+//	'I', id:128                 → first_seq:64: the segment holding the hook with this id (fetch by id)
+//	'R', first_seq:64, id:128   → empty: the ids of one segment, so deleting its row deletes its 'I' keys
+//
+// A segment row, its 'I' and 'R' keys, the deletion of its hooks' archive obligations and of every hook the
+// obligation was the last to hold are one synced batch (CatalogueSegment): a crash leaves the obligations (and
+// the compactor writes the same segment again under the same keys) or the catalogued segment, never a cleared
+// obligation whose hook is in no catalogued segment.
+const (
+	archiveSegment byte = 'S'
+	archiveID      byte = 'I'
+	archiveRev     byte = 'R'
+)
+
+// SegmentEntry is one catalogued segment.
+type SegmentEntry struct {
+	FirstSeq, LastSeq uint64
+	SegmentKey        string // blob key of the segment object
+	IndexKey          string // blob key of its index object
+	Count             uint32 // records in the segment
+	Bytes             int64  // size of the segment object
+	MinReceivedAt     int64  // unix ms, oldest hook
+	MaxReceivedAt     int64  // unix ms, newest hook
+	SHA256            [32]byte
+	CreatedAt         int64 // unix ms, when it was catalogued
+}
+
+const segmentEntryVersion = 1
+
+// Encoding (version 1): version:8 first_seq:64 last_seq:64 segment_key index_key count:32 bytes:64
+// min_received_at:64 max_received_at:64 sha256:256 created_at:64; strings uvarint length + bytes.
+
+// AppendSegmentEntry appends the encoding of e to dst.
+func AppendSegmentEntry(dst []byte, e *SegmentEntry) []byte {
+	dst = append(dst, segmentEntryVersion)
+	dst = binary.BigEndian.AppendUint64(dst, e.FirstSeq)
+	dst = binary.BigEndian.AppendUint64(dst, e.LastSeq)
+	dst = appendStr(dst, e.SegmentKey)
+	dst = appendStr(dst, e.IndexKey)
+	dst = binary.BigEndian.AppendUint32(dst, e.Count)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.Bytes))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.MinReceivedAt))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(e.MaxReceivedAt))
+	dst = append(dst, e.SHA256[:]...)
+	return binary.BigEndian.AppendUint64(dst, uint64(e.CreatedAt))
+}
+
+// DecodeSegmentEntry decodes a catalogue row; it never panics and shares no memory with b.
+func DecodeSegmentEntry(b []byte) (SegmentEntry, error) {
+	var e SegmentEntry
+	d := decoder{b: b}
+	if v := d.byte(); d.err == nil && v != segmentEntryVersion {
+		return SegmentEntry{}, fmt.Errorf("segment row version %d: %w", v, ErrCorruptValue)
+	}
+	e.FirstSeq = d.uint64()
+	e.LastSeq = d.uint64()
+	e.SegmentKey = d.str()
+	e.IndexKey = d.str()
+	e.Count = d.uint32()
+	e.Bytes = int64(d.uint64())
+	e.MinReceivedAt = int64(d.uint64())
+	e.MaxReceivedAt = int64(d.uint64())
+	copy(e.SHA256[:], d.fixed(32))
+	e.CreatedAt = int64(d.uint64())
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err == nil && e.LastSeq < e.FirstSeq {
+		d.fail("last seq below first seq")
+	}
+	if d.err != nil {
+		return SegmentEntry{}, fmt.Errorf("cannot decode segment row: %w", d.err)
+	}
+	return e, nil
+}
+
+func appendSegmentKey(dst []byte, first uint64) []byte {
+	dst = append(dst, archiveSegment)
+	return binary.BigEndian.AppendUint64(dst, first)
+}
+
+func appendArchivedIDKey(dst []byte, id [16]byte) []byte {
+	dst = append(dst, archiveID)
+	return append(dst, id[:]...)
+}
+
+func appendArchivedRevKey(dst []byte, first uint64, id [16]byte) []byte {
+	dst = append(dst, archiveRev)
+	dst = binary.BigEndian.AppendUint64(dst, first)
+	return append(dst, id[:]...)
+}
+
+// Obligation is one archive obligation with the hook it holds.
+type Obligation struct {
+	Seq   uint64
+	Size  uint32 // the body size the commit charged
+	Value []byte // the stored hook (AppendHook format); nil when the hook is missing (damage)
+}
+
+// Obligations appends to dst the archive obligations with seq > after, in seq order, with their stored hooks,
+// while the hooks' encoded sizes stay within maxBytes (always at least one) and at most max of them. It takes
+// no lock: obligations are only deleted by CatalogueSegment, called by the same compactor.
+func (db *DB) Obligations(after uint64, maxBytes int64, max int, dst []Obligation) ([]Obligation, error) {
+	err := db.read(func() error {
+		if after == ^uint64(0) || max <= 0 {
+			return nil
+		}
+		lower := AppendArchiveKey(nil, after+1)
+		it, done := db.boundedIter(cfIndex, lower, []byte{IndexArchive + 1})
+		defer done()
+		it.Seek(lower)
+		var total int64
+		start := len(dst)
+		for ; it.Valid() && len(dst)-start < max; it.Next() {
+			seq, err := ParseArchiveKey(it.Key().Data())
+			if err != nil {
+				return err
+			}
+			size, err := ParseIndexValue(it.Value().Data())
+			if err != nil {
+				return fmt.Errorf("archive obligation %d: %w", seq, err)
+			}
+			v, err := db.getCF(cfHooks, AppendHookKey(nil, seq))
+			if err != nil {
+				return err
+			}
+			if len(dst) > start && total+int64(len(v)) > maxBytes {
+				break
+			}
+			total += int64(len(v))
+			dst = append(dst, Obligation{Seq: seq, Size: size, Value: v})
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("cannot scan the archive obligations: %w", err)
+		}
+		return nil
+	})
+	return dst, err
+}
+
+// ArchivedHook names one hook of a segment being catalogued.
+type ArchivedHook struct {
+	Seq uint64
+	ID  [16]byte
+}
+
+// CatalogueSegment writes e's catalogue row and the id keys of hooks, deletes their archive obligations (and
+// those of missing, the obligations whose hook was gone) and deletes every hook whose obligation was the last
+// thing holding it (no delivery row left, dead rows included), all in one synced batch, and updates
+// m:archive_pending. An obligation already gone (a second call for the same segment) is skipped, so the call
+// is idempotent. It holds cmu, so a dispatch outcome deciding whether to delete the same hook sees the
+// obligation or its absence, never half of this batch.
+func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []uint64) (deleted int, err error) {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return 0, ErrClosed
+	}
+	db.ed.reset()
+	wb := db.owb
+	wb.Clear()
+	index, archive := db.cfs[cfIndex], db.cfs[cfArchive]
+	clearObligation := func(seq uint64) (bool, error) {
+		ak := AppendArchiveKey(nil, seq)
+		held, err := db.existsCF(cfIndex, ak)
+		if err != nil || !held {
+			return false, err
+		}
+		wb.DeleteCF(index, ak)
+		db.ed.archive--
+		rows, err := db.anyDeliveryLocked(seq)
+		if err != nil {
+			return false, err
+		}
+		return !rows, nil
+	}
+	for _, h := range hooks {
+		del, err := clearObligation(h.Seq)
+		if err != nil {
+			db.ed.reset()
+			return 0, err
+		}
+		if del {
+			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(nil, h.Seq))
+			deleted++
+		}
+		wb.PutCF(archive, appendArchivedIDKey(nil, h.ID), binary.BigEndian.AppendUint64(nil, e.FirstSeq))
+		wb.PutCF(archive, appendArchivedRevKey(nil, e.FirstSeq, h.ID), nil)
+	}
+	for _, seq := range missing {
+		if _, err := clearObligation(seq); err != nil {
+			db.ed.reset()
+			return 0, err
+		}
+	}
+	wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
+	db.putCountersLocked(wb)
+	if err := db.rdb.Write(db.wo, wb); err != nil {
+		db.ed.reset()
+		return 0, &WriteError{Class: classify(err), Err: err}
+	}
+	db.applyEditsLocked(nil)
+	return deleted, nil
+}
+
+// anyDeliveryLocked tells whether hook seq has any delivery row (under cmu: it uses the writers' read options).
+func (db *DB) anyDeliveryLocked(seq uint64) (bool, error) {
+	db.wroUpper = AppendHookKey(db.wroUpper[:0], seq+1)
+	db.wro.SetIterateUpperBound(db.wroUpper)
+	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cfDeliveries])
+	defer it.Close()
+	it.Seek(AppendHookKey(nil, seq))
+	found := it.Valid()
+	if err := it.Err(); err != nil {
+		return false, fmt.Errorf("cannot scan the delivery rows of hook %d: %w", seq, err)
+	}
+	return found, nil
+}
+
+// ArchivedSegment returns the catalogue row of the segment holding the hook with id (ErrNotFound when no
+// catalogued segment holds it).
+func (db *DB) ArchivedSegment(id [16]byte) (SegmentEntry, error) {
+	var e SegmentEntry
+	err := db.read(func() error {
+		v, err := db.getCF(cfArchive, appendArchivedIDKey(nil, id))
+		if err != nil {
+			return err
+		}
+		if v == nil {
+			return fmt.Errorf("archived hook %x: %w", id, ErrNotFound)
+		}
+		if len(v) != 8 {
+			return fmt.Errorf("archived hook %x: %w", id, ErrCorruptValue)
+		}
+		first := binary.BigEndian.Uint64(v)
+		row, err := db.getCF(cfArchive, appendSegmentKey(nil, first))
+		if err != nil {
+			return err
+		}
+		if row == nil {
+			return fmt.Errorf("segment %d of archived hook %x: %w", first, id, ErrNotFound)
+		}
+		e, err = DecodeSegmentEntry(row)
+		if err != nil {
+			return fmt.Errorf("segment %d: %w", first, err)
+		}
+		return nil
+	})
+	return e, err
+}
+
+// Segments calls fn for every catalogued segment in first-seq order whose received_at range meets [from, to]
+// (unix ms; to 0 = no upper bound), stopping at fn's first error. fn must not call Close.
+func (db *DB) Segments(from, to int64, fn func(SegmentEntry) error) error {
+	return db.read(func() error {
+		return db.scan(cfArchive, []byte{archiveSegment}, func(k, v []byte) error {
+			e, err := DecodeSegmentEntry(v)
+			if err != nil {
+				return fmt.Errorf("segment row %x: %w", k, err)
+			}
+			if e.MaxReceivedAt < from || (to > 0 && e.MinReceivedAt > to) {
+				return nil
+			}
+			return fn(e)
+		})
+	})
+}
+
+// LastArchivedSeq is the last seq of the newest catalogued segment (0 when there is none).
+func (db *DB) LastArchivedSeq() (uint64, error) {
+	var last uint64
+	err := db.read(func() error {
+		it, done := db.boundedIter(cfArchive, []byte{archiveSegment}, []byte{archiveSegment + 1})
+		defer done()
+		it.SeekToLast()
+		if it.Valid() {
+			e, err := DecodeSegmentEntry(it.Value().Data())
+			if err != nil {
+				return err
+			}
+			last = e.LastSeq
+		}
+		return it.Err()
+	})
+	return last, err
+}
+
+// DeleteSegment deletes the catalogue row of the segment starting at first and its id keys, in one synced
+// batch. Deleting a row that is not there is not an error.
+func (db *DB) DeleteSegment(first uint64) error {
+	return db.read(func() error {
+		archive := db.cfs[cfArchive]
+		prefix := append([]byte{archiveRev}, binary.BigEndian.AppendUint64(nil, first)...)
+		wb := grocksdb.NewWriteBatch()
+		defer wb.Destroy()
+		err := db.scan(cfArchive, prefix, func(k, _ []byte) error {
+			if len(k) != 1+8+16 {
+				return fmt.Errorf("archive id key %x: %w", k, ErrBadKey)
+			}
+			wb.DeleteCF(archive, appendArchivedIDKey(nil, [16]byte(k[9:])))
+			wb.DeleteCF(archive, bytes.Clone(k))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		wb.DeleteCF(archive, appendSegmentKey(nil, first))
+		if err := db.rdb.Write(db.wo, wb); err != nil {
+			return &WriteError{Class: classify(err), Err: err}
+		}
+		return nil
+	})
+}
+
+// OpenReadOnly opens the store in dir for reading only (the archive catalogue, hooks): it takes no lock, so it
+// works beside the node that has the store open, and sees the store as it was when it opened. Writes through it
+// fail; nothing is migrated or initialised. A directory holding no store is an *OpenError.
+func OpenReadOnly(dir string, log zerolog.Logger) (*DB, error) {
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+		return nil, &OpenError{Path: dir, Err: fmt.Errorf("no store here: %w", err)}
+	}
+	db := &DB{dir: dir, log: log, ords: make(map[string]uint32), notify: make(chan struct{}, 1), ed: newEditSet()}
+	db.cache = grocksdb.NewLRUCache(8 << 20)
+	db.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
+	db.bbto.SetBlockCache(db.cache)
+	o := grocksdb.NewDefaultOptions()
+	db.opts = o
+	o.SetParanoidChecks(true)
+	o.SetWALRecoveryMode(grocksdb.TolerateCorruptedTailRecordsRecovery)
+	o.SetBlockBasedTableFactory(db.bbto)
+	cfOpts := make([]*grocksdb.Options, cfCount)
+	for i := range cfOpts {
+		cfOpts[i] = o
+	}
+	rdb, handles, err := grocksdb.OpenDbForReadOnlyColumnFamilies(o, dir, cfNames[:], cfOpts, false)
+	if err != nil {
+		db.release()
+		return nil, &OpenError{Path: dir, Err: fmt.Errorf("cannot open rocksdb read-only: %w", err)}
+	}
+	db.rdb = rdb
+	copy(db.cfs[:], handles)
+	db.ro = grocksdb.NewDefaultReadOptions()
+	db.ro.SetVerifyChecksums(true)
+	db.closed = false
+	return db, nil
+}

@@ -1,0 +1,220 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// commitArchived commits recs with an archive obligation each and returns their seqs.
+func commitArchived(t *testing.T, db *DB, recs ...*Record) []uint64 {
+	t.Helper()
+	for _, r := range recs {
+		r.Archive = true
+	}
+	if _, err := db.CommitHooks(recs); err != nil {
+		t.Fatalf("CommitHooks: %v", err)
+	}
+	seqs := make([]uint64, len(recs))
+	for i, r := range recs {
+		seqs[i] = r.Outcome.Seq
+	}
+	return seqs
+}
+
+// catalogue catalogues obligations as one segment the way the compactor does.
+func catalogue(t *testing.T, db *DB, obs []Obligation, at int64) SegmentEntry {
+	t.Helper()
+	e := SegmentEntry{FirstSeq: obs[0].Seq, LastSeq: obs[len(obs)-1].Seq, SegmentKey: "seg", IndexKey: "idx",
+		Count: uint32(len(obs)), MinReceivedAt: at, MaxReceivedAt: at, CreatedAt: at}
+	hooks := make([]ArchivedHook, len(obs))
+	for i, o := range obs {
+		h, err := DecodeHook(o.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hooks[i] = ArchivedHook{Seq: o.Seq, ID: h.ID}
+	}
+	if _, err := db.CatalogueSegment(&e, hooks, nil); err != nil {
+		t.Fatalf("CatalogueSegment: %v", err)
+	}
+	return e
+}
+
+// Inventory E.3: "a hook is deleted once its last obligation clears (every delivery row, + archive obligation
+// if present); dead rows keep the hook". Cataloguing clears the archive obligation: a hook with no delivery row
+// goes, one with a pending delivery stays until dispatch completes it.
+func TestCatalogueNeverRemovesAHookWithPendingDeliveries(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	pending := makeRecord(t, "t1", 32, SinkBinding{Index: 0, Type: "http"})
+	archiveOnly := makeRecord(t, "t1", 32)
+	seqs := commitArchived(t, db, pending, archiveOnly)
+	if got := db.Counts().ArchivePending; got != 2 {
+		t.Fatalf("archive pending = %d, want 2", got)
+	}
+
+	obs, err := db.Obligations(0, 1<<20, 100, nil)
+	if err != nil || len(obs) != 2 {
+		t.Fatalf("Obligations = %d, %v; want 2", len(obs), err)
+	}
+	e := catalogue(t, db, obs, 1)
+	if got := db.Counts().ArchivePending; got != 0 {
+		t.Fatalf("archive pending after catalogue = %d, want 0", got)
+	}
+	if _, err := db.GetHook(seqs[0]); err != nil {
+		t.Fatalf("hook with a pending delivery was removed: %v", err)
+	}
+	if _, err := db.GetHook(seqs[1]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("archived hook without deliveries kept: %v", err)
+	}
+	for _, r := range []*Record{pending, archiveOnly} {
+		got, err := db.ArchivedSegment(r.ID)
+		if err != nil || got.FirstSeq != e.FirstSeq {
+			t.Fatalf("ArchivedSegment = %+v, %v", got, err)
+		}
+	}
+	// A second call for the same segment (a crash after the write, before the compactor knew) changes nothing.
+	if _, err := db.CatalogueSegment(&e, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.Counts().ArchivePending; got != 0 {
+		t.Fatalf("archive pending after a repeated catalogue = %d", got)
+	}
+
+	// The delivery completes: now nothing holds the hook.
+	ord, _ := db.TenantOrdinal("t1")
+	cs, err := db.ClaimDue(ord, time.Now().Add(time.Hour).UnixMilli(), 10, 0, nil)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("ClaimDue = %d, %v", len(cs), err)
+	}
+	if err := db.Complete(&cs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetHook(seqs[0]); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("hook kept after its last delivery and its archive obligation cleared: %v", err)
+	}
+}
+
+// A delivery completed before the archive obligation clears keeps the hook for the compactor.
+func TestCompleteKeepsAHookTheArchiveStillHolds(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	r := makeRecord(t, "t1", 32, SinkBinding{Index: 0, Type: "http"})
+	seq := commitArchived(t, db, r)[0]
+	ord, _ := db.TenantOrdinal("t1")
+	cs, err := db.ClaimDue(ord, time.Now().Add(time.Hour).UnixMilli(), 10, 0, nil)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("ClaimDue = %d, %v", len(cs), err)
+	}
+	if err := db.Complete(&cs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetHook(seq); err != nil {
+		t.Fatalf("hook removed while its archive obligation holds it: %v", err)
+	}
+	obs, err := db.Obligations(0, 1<<20, 100, nil)
+	if err != nil || len(obs) != 1 {
+		t.Fatalf("Obligations = %d, %v", len(obs), err)
+	}
+	catalogue(t, db, obs, 1)
+	if _, err := db.GetHook(seq); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("hook kept after its last obligation cleared: %v", err)
+	}
+}
+
+func TestObligationsByteBudget(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var recs []*Record
+	for range 10 {
+		recs = append(recs, makeRecord(t, "t1", 100))
+	}
+	seqs := commitArchived(t, db, recs...)
+	size := int64(len(recs[0].Value))
+	obs, err := db.Obligations(0, 3*size, 100, nil)
+	if err != nil || len(obs) != 3 || obs[0].Seq != seqs[0] {
+		t.Fatalf("Obligations(3 hooks' bytes) = %d, %v", len(obs), err)
+	}
+	// At least one, whatever the budget.
+	if obs, err = db.Obligations(0, 1, 100, nil); err != nil || len(obs) != 1 {
+		t.Fatalf("Obligations(1 byte) = %d, %v", len(obs), err)
+	}
+	if obs, err = db.Obligations(seqs[8], 1<<20, 100, nil); err != nil || len(obs) != 1 || obs[0].Seq != seqs[9] {
+		t.Fatalf("Obligations(after 8) = %+v, %v", obs, err)
+	}
+	if obs, err = db.Obligations(0, 1<<20, 4, nil); err != nil || len(obs) != 4 {
+		t.Fatalf("Obligations(max 4) = %d, %v", len(obs), err)
+	}
+}
+
+func TestCatalogueSurvivesReopenAndDeleteSegment(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	a, b := makeRecord(t, "t1", 8), makeRecord(t, "t1", 8)
+	commitArchived(t, db, a)
+	obs, _ := db.Obligations(0, 1<<20, 100, nil)
+	e1 := catalogue(t, db, obs, 1000)
+	commitArchived(t, db, b)
+	obs, _ = db.Obligations(e1.LastSeq, 1<<20, 100, nil)
+	e2 := catalogue(t, db, obs, 5000)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db = openTest(t, dir, nil)
+	if got, err := db.ArchivedSegment(b.ID); err != nil || got != e2 {
+		t.Fatalf("after reopen ArchivedSegment = %+v, %v; want %+v", got, err, e2)
+	}
+	var window []uint64
+	if err := db.Segments(4000, 0, func(e SegmentEntry) error { window = append(window, e.FirstSeq); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(window) != 1 || window[0] != e2.FirstSeq {
+		t.Fatalf("Segments(4000..) = %v, want [%d]", window, e2.FirstSeq)
+	}
+	if last, err := db.LastArchivedSeq(); err != nil || last != e2.LastSeq {
+		t.Fatalf("LastArchivedSeq = %d, %v", last, err)
+	}
+	if err := db.DeleteSegment(e1.FirstSeq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ArchivedSegment(a.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("deleted segment's hook still found: %v", err)
+	}
+	if _, err := db.ArchivedSegment(b.ID); err != nil {
+		t.Fatalf("the other segment went too: %v", err)
+	}
+}
+
+func TestOpenReadOnlyBesideTheWriter(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	r := makeRecord(t, "t1", 8)
+	commitArchived(t, db, r)
+	obs, _ := db.Obligations(0, 1<<20, 100, nil)
+	e := catalogue(t, db, obs, 1)
+	ro, err := OpenReadOnly(dir, db.log)
+	if err != nil {
+		t.Fatalf("OpenReadOnly beside the open store: %v", err)
+	}
+	defer ro.Close()
+	if got, err := ro.ArchivedSegment(r.ID); err != nil || got != e {
+		t.Fatalf("read-only ArchivedSegment = %+v, %v", got, err)
+	}
+	if _, err := OpenReadOnly(t.TempDir(), db.log); !errors.Is(err, ErrOpenFailed) {
+		t.Fatalf("OpenReadOnly(empty dir) = %v, want ErrOpenFailed", err)
+	}
+}
+
+func FuzzDecodeSegmentEntry(f *testing.F) {
+	f.Add(AppendSegmentEntry(nil, &SegmentEntry{FirstSeq: 1, LastSeq: 2, SegmentKey: "a", IndexKey: "b", Count: 2}))
+	f.Add([]byte{1, 2, 3})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeSegmentEntry(b)
+		if err != nil {
+			return
+		}
+		again, err := DecodeSegmentEntry(AppendSegmentEntry(nil, &e))
+		if err != nil || again != e {
+			t.Fatalf("round trip: %+v, %v; want %+v", again, err, e)
+		}
+	})
+}
