@@ -14,7 +14,8 @@ import (
 // The archive CF holds the segment catalogue: which hooks the compactor wrote to which segment object.
 //
 //	'S', first_seq:64           → segment row (SegmentEntry, versioned)
-//	'I', id:128                 → first_seq:64: the segment holding the hook with this id (fetch by id)
+//	'I', id:128                 → first_seq:64 offset:64 length:32: the segment holding the hook with this id
+//	                              and where its frame is in it (fetch by id is one catalogue read, one range read)
 //	'R', first_seq:64, id:128   → empty: the ids of one segment, so deleting its row deletes its 'I' keys
 //
 // A segment row, its 'I' and 'R' keys, the deletion of its hooks' archive obligations and of every hook the
@@ -153,11 +154,21 @@ func (db *DB) Obligations(after uint64, maxBytes int64, max int, dst []Obligatio
 	return dst, err
 }
 
-// ArchivedHook names one hook of a segment being catalogued.
+// ArchivedHook names one hook of a segment being catalogued and where its frame is in the segment object.
 type ArchivedHook struct {
-	Seq uint64
-	ID  [16]byte
+	Seq    uint64
+	ID     [16]byte
+	Offset int64
+	Length uint32
 }
+
+// FrameLocation is where one hook's frame is in its segment object.
+type FrameLocation struct {
+	Offset int64
+	Length uint32
+}
+
+const archivedIDValueLen = 8 + 8 + 4
 
 // CatalogueSegment writes e's catalogue row and the id keys of hooks, deletes their archive obligations (and
 // those of missing, the obligations whose hook was gone) and deletes every hook whose obligation was the last
@@ -201,7 +212,9 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(nil, h.Seq))
 			deleted++
 		}
-		wb.PutCF(archive, appendArchivedIDKey(nil, h.ID), binary.BigEndian.AppendUint64(nil, e.FirstSeq))
+		v := binary.BigEndian.AppendUint64(make([]byte, 0, archivedIDValueLen), e.FirstSeq)
+		v = binary.BigEndian.AppendUint64(v, uint64(h.Offset))
+		wb.PutCF(archive, appendArchivedIDKey(nil, h.ID), binary.BigEndian.AppendUint32(v, h.Length))
 		wb.PutCF(archive, appendArchivedRevKey(nil, e.FirstSeq, h.ID), nil)
 	}
 	for _, seq := range missing {
@@ -234,10 +247,11 @@ func (db *DB) anyDeliveryLocked(seq uint64) (bool, error) {
 	return found, nil
 }
 
-// ArchivedSegment returns the catalogue row of the segment holding the hook with id (ErrNotFound when no
-// catalogued segment holds it).
-func (db *DB) ArchivedSegment(id [16]byte) (SegmentEntry, error) {
+// ArchivedSegment returns the catalogue row of the segment holding the hook with id and where the hook's frame
+// is in it (ErrNotFound when no catalogued segment holds it).
+func (db *DB) ArchivedSegment(id [16]byte) (SegmentEntry, FrameLocation, error) {
 	var e SegmentEntry
+	var loc FrameLocation
 	err := db.read(func() error {
 		v, err := db.getCF(cfArchive, appendArchivedIDKey(nil, id))
 		if err != nil {
@@ -246,10 +260,14 @@ func (db *DB) ArchivedSegment(id [16]byte) (SegmentEntry, error) {
 		if v == nil {
 			return fmt.Errorf("archived hook %x: %w", id, ErrNotFound)
 		}
-		if len(v) != 8 {
+		if len(v) != archivedIDValueLen {
 			return fmt.Errorf("archived hook %x: %w", id, ErrCorruptValue)
 		}
 		first := binary.BigEndian.Uint64(v)
+		loc = FrameLocation{Offset: int64(binary.BigEndian.Uint64(v[8:])), Length: binary.BigEndian.Uint32(v[16:])}
+		if loc.Offset < 0 {
+			return fmt.Errorf("archived hook %x at offset %d: %w", id, loc.Offset, ErrCorruptValue)
+		}
 		row, err := db.getCF(cfArchive, appendSegmentKey(nil, first))
 		if err != nil {
 			return err
@@ -263,7 +281,7 @@ func (db *DB) ArchivedSegment(id [16]byte) (SegmentEntry, error) {
 		}
 		return nil
 	})
-	return e, err
+	return e, loc, err
 }
 
 // Segments calls fn for every catalogued segment in first-seq order whose received_at range meets [from, to]

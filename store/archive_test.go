@@ -33,7 +33,7 @@ func catalogue(t *testing.T, db *DB, obs []Obligation, at int64) SegmentEntry {
 		if err != nil {
 			t.Fatal(err)
 		}
-		hooks[i] = ArchivedHook{Seq: o.Seq, ID: h.ID}
+		hooks[i] = ArchivedHook{Seq: o.Seq, ID: h.ID, Offset: 8 + 40*int64(i), Length: 40}
 	}
 	if _, err := db.CatalogueSegment(&e, hooks, nil); err != nil {
 		t.Fatalf("CatalogueSegment: %v", err)
@@ -68,7 +68,7 @@ func TestCatalogueNeverRemovesAHookWithPendingDeliveries(t *testing.T) {
 		t.Fatalf("archived hook without deliveries kept: %v", err)
 	}
 	for _, r := range []*Record{pending, archiveOnly} {
-		got, err := db.ArchivedSegment(r.ID)
+		got, _, err := db.ArchivedSegment(r.ID)
 		if err != nil || got.FirstSeq != e.FirstSeq {
 			t.Fatalf("ArchivedSegment = %+v, %v", got, err)
 		}
@@ -160,7 +160,7 @@ func TestCatalogueSurvivesReopenAndDeleteSegment(t *testing.T) {
 	}
 
 	db = openTest(t, dir, nil)
-	if got, err := db.ArchivedSegment(b.ID); err != nil || got != e2 {
+	if got, _, err := db.ArchivedSegment(b.ID); err != nil || got != e2 {
 		t.Fatalf("after reopen ArchivedSegment = %+v, %v; want %+v", got, err, e2)
 	}
 	var window []uint64
@@ -176,10 +176,10 @@ func TestCatalogueSurvivesReopenAndDeleteSegment(t *testing.T) {
 	if err := db.DeleteSegment(e1.FirstSeq); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ArchivedSegment(a.ID); !errors.Is(err, ErrNotFound) {
+	if _, _, err := db.ArchivedSegment(a.ID); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("deleted segment's hook still found: %v", err)
 	}
-	if _, err := db.ArchivedSegment(b.ID); err != nil {
+	if _, _, err := db.ArchivedSegment(b.ID); err != nil {
 		t.Fatalf("the other segment went too: %v", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestOpenReadOnlyBesideTheWriter(t *testing.T) {
 		t.Fatalf("OpenReadOnly beside the open store: %v", err)
 	}
 	defer ro.Close()
-	if got, err := ro.ArchivedSegment(r.ID); err != nil || got != e {
+	if got, loc, err := ro.ArchivedSegment(r.ID); err != nil || got != e || loc.Offset != 8 || loc.Length != 40 {
 		t.Fatalf("read-only ArchivedSegment = %+v, %v", got, err)
 	}
 	if _, err := OpenReadOnly(t.TempDir(), db.log); !errors.Is(err, ErrOpenFailed) {

@@ -265,3 +265,12 @@ func (d *decoder) bytes() []byte {
 func (d *decoder) str() string {
 	return string(d.bytes())
 }
+
+// HookHead reads the id and received_at of an encoded hook without decoding the rest (the archive indexes
+// segments by them).
+func HookHead(v []byte) (id [16]byte, receivedAt int64, err error) {
+	if len(v) < 1+16+8 || !knownHookVersion(v[0]) {
+		return id, 0, fmt.Errorf("hook head of %d bytes: %w", len(v), ErrCorruptValue)
+	}
+	return [16]byte(v[1:17]), int64(binary.BigEndian.Uint64(v[17:25])), nil
+}
