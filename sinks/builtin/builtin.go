@@ -3,13 +3,15 @@ package builtin
 import (
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/httpsink"
+	"github.com/ankusa-go/ankusa/sinks/kafkasink"
 	"github.com/ankusa-go/ankusa/sinks/logsink"
 )
 
-// NewRegistry returns a new registry with every shipped sink type registered (log, http).
+// NewRegistry returns a new registry with every shipped sink type registered (log, http, kafka).
 func NewRegistry() *sinks.Registry {
 	r := sinks.NewRegistry()
 	logsink.Register(r)
 	httpsink.Register(r)
+	kafkasink.Register(r)
 	return r
 }
