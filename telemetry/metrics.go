@@ -38,6 +38,7 @@ type Metrics struct {
 	IngestBodyBytes prometheus.Gauge
 
 	Dispatch *DispatchMetrics
+	Backup   *BackupMetrics
 	Trust    *TrustMetrics
 }
 
@@ -105,6 +106,7 @@ func newMetrics(instance string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)
 	m.Trust = newTrustMetrics(reg, l)
+	m.Backup = newBackupMetrics(reg, l)
 	return m
 }
 
