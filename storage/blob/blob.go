@@ -4,7 +4,9 @@
 //
 // Keys are '/'-separated paths of [A-Za-z0-9._=-] parts, never empty, "." or "..", and never start or end
 // with '/': ValidKey checks them, and every implementation refuses another key with ErrInvalidKey before it
-// touches the store, so no key can name a file outside a LocalFS root.
+// touches the store, so no key can name a file outside a LocalFS root. A key that holds an object is not also
+// a directory of other keys ("a/b" and "a/b/c"): a file-system store cannot hold both, and its Put of the
+// second fails. The layouts of the archive, backups and claim packs never need both.
 package blob
 
 import (
@@ -21,7 +23,8 @@ type Store interface {
 	Put(ctx context.Context, key string, r io.Reader, size int64) error
 	// Get opens the object for reading. A missing object is an error matching ErrNotFound.
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
-	// GetRange reads n bytes from offset off. A range past the object's end is an error.
+	// GetRange reads n bytes from offset off. A negative offset or length, or a range past the object's end, is
+	// an error matching ErrInvalidRange.
 	GetRange(ctx context.Context, key string, off, n int64) ([]byte, error)
 	// List calls fn for every object whose key starts with prefix, in key order, until fn returns an error
 	// (returned as is).
@@ -43,6 +46,8 @@ var (
 	ErrNotFound = errors.New("blob: object not found")
 	// ErrInvalidKey is matched by the error of any call with a key ValidKey refuses.
 	ErrInvalidKey = errors.New("blob: invalid key")
+	// ErrInvalidRange is matched by the error of a GetRange outside the object.
+	ErrInvalidRange = errors.New("blob: range outside the object")
 )
 
 // ValidKey reports whether key is a well-formed object key (see the package comment). A List prefix may
