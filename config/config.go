@@ -47,6 +47,7 @@ type Config struct {
 	Archive    Archive    `yaml:"archive"`
 	Backup     Backup     `yaml:"backup"`
 	ClaimCheck ClaimCheck `yaml:"claim_check"`
+	Health     Health     `yaml:"health"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
 	Sources map[string]Source `yaml:"sources" config:"noecho"`
 
@@ -133,6 +134,13 @@ type Admin struct {
 type WAL struct {
 	Type             string `yaml:"type"`               // default "disk"; disk|dual|none
 	PublishTimeoutMS int    `yaml:"publish_timeout_ms"` // default 8000; > 0 (wal.type none only)
+}
+
+// Health tunes the readiness checks (/ready).
+type Health struct {
+	// SinkErrorWindowMS (wal.type none): a sink whose last publish failed less than this long ago, with no
+	// success since, makes /ready 503 naming it. Default 30_000; > 0. The original published no default.
+	SinkErrorWindowMS int `yaml:"sink_error_window_ms"`
 }
 
 // Batcher sizes the per-partition batchers and the writer's group commit.

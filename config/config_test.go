@@ -365,7 +365,9 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 			IntervalMS: 1000, Codec: "raw"},
 		Backup:     Backup{IntervalMS: 60_000, Keep: 3, VerifyIntervalMS: 3_600_000},
 		ClaimCheck: ClaimCheck{IP: "127.0.0.1", Port: 4001, PackMaxBytes: 16 << 20, SweepIntervalMS: 3_600_000},
-		Sources:    map[string]Source{},
+		// Inventory B.3 health.sink_error_window_ms: "?", ours.
+		Health:  Health{SinkErrorWindowMS: 30_000},
+		Sources: map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default()\n got %+v\nwant %+v", d, want)

@@ -57,6 +57,7 @@ func Default() *Config {
 		Storage:    defaultStorage(),
 		Backup:     defaultBackup(),
 		ClaimCheck: defaultClaimCheck(),
+		Health:     Health{SinkErrorWindowMS: 30_000},
 		Sources:    map[string]Source{},
 	}
 	return c

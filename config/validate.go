@@ -125,6 +125,7 @@ func (c *Config) validate(ps *problems) {
 		ps.mustBe("store.reopen_max_ms", ">= store.reopen_min_ms", c.Store.ReopenMaxMS)
 	}
 	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
+	positive(ps, "health.sink_error_window_ms", c.Health.SinkErrorWindowMS)
 
 	c.validateTrust(ps)
 	c.validateStorage(ps)

@@ -88,6 +88,8 @@ type Health struct {
 	draining     atomic.Bool
 	notAccepting atomic.Bool
 	storeHealth  // the store's part (storehealth.go)
+	// sinks is the publisher whose sinks /ready watches (wal.type none); nil otherwise.
+	sinks atomic.Pointer[Publisher]
 }
 
 // SetDraining flips /ready to 503 draining.
@@ -111,7 +113,21 @@ func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
 	case h.notAccepting.Load():
 		return false, "not_accepting", "ok"
 	}
+	if p := h.sinks.Load(); p != nil && p.anyFailing(now) {
+		return false, "unavailable", "ok"
+	}
 	return true, "ready", "ok"
+}
+
+// Sinks is the sinks check of /ready: watched is false when no sink is watched (wal.type
+// disk); failing names the sinks whose last publish failed within
+// health.sink_error_window_ms.
+func (h *Health) Sinks(now time.Time) (watched bool, failing []FailingSink) {
+	p := h.sinks.Load()
+	if p == nil {
+		return false, nil
+	}
+	return true, p.FailingSinks(now)
 }
 
 // Edge is one instance's ingest state, shared by the listener's handler and the
@@ -129,6 +145,10 @@ type Edge struct {
 	pen      pen
 	db       func() *store.DB // the open store, for the dedupe fast path
 	tenants  *urlTenantGate   // the tenants tenant_path URLs minted (route.go)
+
+	// direct publishes to the sinks under wal.type none; nil under disk, where the
+	// batchers commit.
+	direct *Publisher
 
 	batchers []*actor.PID
 	parts    []partition
@@ -158,6 +178,13 @@ func New(set Settings, system *actor.ActorSystem, resolver RouteResolver, source
 	e.scratch.New = func() any { return newScratch() }
 	e.outage.Store(newOutage())
 	return e
+}
+
+// SetPublisher switches the commit step to a direct publish (wal.type none) and makes
+// /ready watch p's sinks. It is called before the listener starts.
+func (e *Edge) SetPublisher(p *Publisher) {
+	e.direct = p
+	e.health.sinks.Store(p)
 }
 
 // SetStore tells the edge how to reach the open store (nil while it is closed).

@@ -3,6 +3,7 @@ package edge
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -16,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/verify"
@@ -192,8 +194,11 @@ func (e *Edge) commitVerified(rq *request) (ending, error) {
 	if err := e.prepare(rq); err != nil {
 		return ending{}, err
 	}
-	if end, err := e.seenBefore(rq); end.outcome != "" || err != nil {
-		return end, err
+	if e.direct == nil {
+		// Under wal.type none nothing writes the dedupe index (docs/delivery.md, "Direct mode").
+		if end, err := e.seenBefore(rq); end.outcome != "" || err != nil {
+			return end, err
+		}
 	}
 	return e.admitAndCommit(rq)
 }
@@ -385,7 +390,8 @@ func (e *Edge) seenBefore(rq *request) (ending, error) {
 }
 
 // admitAndCommit reserves room in the tenant's share and the record's partition, then
-// commits; the room is given back once the record is answered.
+// commits, or under wal.type none publishes; the room is given back once the record is
+// answered, so the same bounds hold the publishes in flight.
 func (e *Edge) admitAndCommit(rq *request) (ending, error) {
 	size := int64(len(rq.body))
 	share, ok := e.admitTenant(rq.tenant, size)
@@ -401,7 +407,36 @@ func (e *Edge) admitAndCommit(rq *request) (ending, error) {
 		return ending{}, refuseOverload
 	}
 	defer part.release(size)
+	if e.direct != nil {
+		return e.publish(rq, id)
+	}
 	return e.commit(rq, id, p)
+}
+
+// publish is the commit step under wal.type none: the hook goes to every sink of its
+// source and is answered 201 only once all of them confirmed (direct.go).
+func (e *Edge) publish(rq *request, id [16]byte) (ending, error) {
+	rt := e.direct.routes[rq.src.ID]
+	if rt == nil {
+		return ending{}, errNoRoute
+	}
+	env := sinks.Envelope{
+		ID: id, Source: rq.src.ID, Tenant: rq.tenant, ReceivedAt: rq.start.UnixMilli(),
+		ContentType: string(rq.ctx.Request.Header.ContentType()), Body: rq.body, DedupeKey: rq.dedupeKey,
+		Flagged: rq.flagged, Verification: rq.verification.String(), Attempt: 1,
+	}
+	env.IDText = env.Text()
+	if len(rq.hdrs) > 0 {
+		hs := make([]sinks.Header, len(rq.hdrs))
+		for i, h := range rq.hdrs {
+			hs[i] = sinks.Header{Name: h.Name, Value: h.Value}
+		}
+		env.Headers = rt.forward.Headers(hs)
+	}
+	if err := e.direct.publish(rt, &env); err != nil {
+		return ending{}, err
+	}
+	return ending{outcome: telemetry.OutcomeCommitted, id: id}, nil
 }
 
 // commit hands the encoded record to its partition's batcher and waits for the group
@@ -565,7 +600,21 @@ func (e *Edge) writeReady(ctx *fasthttp.RequestCtx) {
 			return
 		}
 	}
-	ctx.SetBodyString(`{"status":"` + status + `","instance":` + jsonString(e.set.Instance) + `,"store":"` + st + `"}`)
+	body := `{"status":"` + status + `","instance":` + jsonString(e.set.Instance) + `,"store":"` + st + `"`
+	if watched, failing := e.health.Sinks(time.Now()); watched {
+		body += sinksCheckJSON(failing)
+	}
+	ctx.SetBodyString(body + "}")
+}
+
+// sinksCheckJSON is the sinks check's part of a /ready body (with its leading comma):
+// "sinks":"ok", or "failing" with the failing sinks under reasons.sinks.
+func sinksCheckJSON(failing []FailingSink) string {
+	if len(failing) == 0 {
+		return `,"sinks":"ok"`
+	}
+	b, _ := json.Marshal(failing) // plain strings and ints always marshal
+	return `,"sinks":"failing","reasons":{"sinks":` + string(b) + `}`
 }
 
 // framed reports whether a request says where its body ends: a Content-Length or

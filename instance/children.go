@@ -113,13 +113,22 @@ func (a *admin) start() error {
 		})
 	})
 	mux.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
-		ok, status, st := a.i.health.Ready(time.Now())
+		now := time.Now()
+		ok, status, st := a.i.health.Ready(now)
+		body := map[string]any{"status": status, "instance": cfg.Instance, "store": st}
+		if watched, failing := a.i.health.Sinks(now); watched {
+			// wal.type none: the sinks are where a hook is kept, so a failing one is a check.
+			body["sinks"] = "ok"
+			if len(failing) > 0 {
+				body["sinks"], body["reasons"] = "failing", map[string]any{"sinks": failing}
+			}
+		}
 		if !ok {
 			w.Header().Set("Retry-After", "1")
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": status, "instance": cfg.Instance, "store": st})
+			writeJSON(w, http.StatusServiceUnavailable, body)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": status, "instance": cfg.Instance, "store": st})
+		writeJSON(w, http.StatusOK, body)
 	})
 	a.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	bound := ln.Addr().String()

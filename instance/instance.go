@@ -16,6 +16,7 @@ import (
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/supervision"
@@ -37,6 +38,9 @@ type Options struct {
 	WrapIngestListener func(net.Listener) net.Listener
 	// Supervision overrides the tree's restart budget and back-off (tests shorten them).
 	Supervision *supervision.Options
+	// WrapSink, when set, wraps each sink the edge publishes to under wal.type none (tests
+	// inject a sink fault by wrapping its Deliver).
+	WrapSink func(source string, index int, s sinks.Sink) sinks.Sink
 }
 
 // Instance is one running instance.
@@ -49,6 +53,7 @@ type Instance struct {
 	system *actor.ActorSystem
 	edge   *edge.Edge
 	disp   *dispatch.Dispatcher
+	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
 	kill   *actors.Kill
 	tree   *supervision.Tree
 
@@ -117,6 +122,17 @@ func (i *Instance) Start() error {
 		i.edge = edge.New(set, i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
 			sources, i.tel, i.health)
 		i.edge.SetStore(i.db.Load)
+		if cfg.WAL.Type == config.WALNone {
+			// Direct ack: the edge publishes to the sinks in the request; no writer, no
+			// batchers, no dispatch (EffectiveRoles dropped it), no compactor.
+			p, err := edge.NewPublisher(cfg, builtin.NewRegistry(), i.tel, i.opts.WrapSink)
+			if err != nil {
+				i.system.Shutdown()
+				return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+			}
+			i.pub = p
+			i.edge.SetPublisher(p)
+		}
 		children = append(children, supervision.ChildSpec{
 			Name: edge.SubtreeName, Props: supervision.NewProps(i.edgeChildren(), i.supervisionOptions()), Domain: "core",
 		})
@@ -148,11 +164,20 @@ func (i *Instance) Start() error {
 	return nil
 }
 
-// edgeChildren is the edge subtree, rest-for-one in this order: the writer, the
-// partition batchers, the listener. A writer crash restarts the batchers and the
-// listener after it; a listener crash touches nothing before it.
+// edgeChildren is the edge subtree, rest-for-one in this order: the writer, the pen
+// writer, the limiter, the partition batchers, the listener. A writer crash restarts
+// the batchers and the listener after it; a listener crash touches nothing before it.
+// Under wal.type none there is no writer and no batcher: the listener's requests publish
+// to the sinks themselves.
 func (i *Instance) edgeChildren() []supervision.ChildSpec {
 	cfg := i.cfg
+	if cfg.WAL.Type == config.WALNone {
+		return []supervision.ChildSpec{
+			{Name: edge.PenChild, Domain: "core", Props: i.withKill(edge.NewPenProps(i.edge))},
+			{Name: edge.LimiterChild, Domain: "core", Props: i.withKill(edge.NewLimiterProps(i.edge))},
+			{Name: edge.ListenerName, Domain: "core", Props: i.withKill(edge.NewListenerProps(i.edge))},
+		}
+	}
 	writer := edge.WriterPID(i.system, cfg.Instance)
 	specs := []supervision.ChildSpec{{
 		Name: edge.WriterName, Domain: "core",
@@ -231,6 +256,9 @@ func (i *Instance) Stop() error {
 		}
 		if i.disp != nil {
 			i.disp.Close()
+		}
+		if i.pub != nil {
+			i.pub.Close() // after the listener stopped: no request publishes any more
 		}
 		i.log.Info().Msg("instance stopped")
 	})

@@ -157,7 +157,8 @@ func DurabilityLine(walType string, backupEnabled bool, backupIntervalMS int) st
 	case "dual":
 		return "durability: wal.type=dual: 2xx means fsynced on this host and confirmed in the intake log; an acked hook is lost only if this host and every in-sync replica of its log partition are lost together"
 	case "none":
-		return "durability: wal.type=none: 2xx means every sink of the source confirmed; an acked hook is lost only if no sink keeps it; nothing is stored on this node"
+		// Inventory E.9, row none: "every sink confirmed | no sink keeps it".
+		return "durability: wal.type=none: 2xx means every sink of the source confirmed; an acked hook is lost only if no sink keeps it; no hook is queued on this node, a 503 is the only retry"
 	default:
 		if backupEnabled {
 			return "durability: wal.type=disk: 2xx means fsynced on this host; survives process crash and power loss; a lost host loses the hooks acked since the last backup (backup.interval_ms=" + strconv.Itoa(backupIntervalMS) + ")"

@@ -65,13 +65,13 @@ func TestCheckConfigAndServeAgree(t *testing.T) {
 func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 	const logSource = "sources: {s: {sinks: [{type: log}]}}\n"
 	cases := map[string]string{
-		"wal.type dual":         "wal: {type: dual}\n" + logSource,
-		"wal.type none":         "wal: {type: none}\nsources: {s: {sinks: [{type: kafka}]}}\n",
-		"role claim_check":      "node: {roles: [edge, claim_check]}\n" + logSource,
-		"http sink without url": "sources: {s: {sinks: [{type: http, timeout_ms: 100}]}}\n",
+		"wal.type dual":                      "wal: {type: dual}\n" + logSource,
+		"wal.type none with only a log sink": "wal: {type: none}\n" + logSource,
+		"role claim_check":                   "node: {roles: [edge, claim_check]}\n" + logSource,
+		"http sink without url":              "sources: {s: {sinks: [{type: http, timeout_ms: 100}]}}\n",
 	}
 	paths := map[string]string{
-		"wal.type dual": "wal.type", "wal.type none": "wal.type", "role claim_check": "node.roles[1]",
+		"wal.type dual": "wal.type", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check": "node.roles[1]",
 		"http sink without url": "sources.s.sinks[0]",
 	}
 	for _, typ := range []string{"rabbitmq", "nats", "redis", "sqs", "google_pubsub"} {
@@ -90,6 +90,20 @@ func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 				t.Fatalf("check-config exit %d: %s\nwant 78 naming %s", code, msg, paths[name])
 			}
 		})
+	}
+}
+
+// Design: "boot refuses a wal: :none config in which no sink of a static source can make
+// it". With a durable sink wal.type none is accepted by both check-config and serve
+// (which starts and stops); with only a log sink both refuse it naming the source.
+func TestWalNoneNeedsADurableSinkPerSource(t *testing.T) {
+	ok := "wal: {type: none}\nnode: {roles: [edge]}\nsources: {gh: {sinks: [{type: log}, {type: http, url: \"http://127.0.0.1:9/h\"}]}}\n"
+	if code, msg := agree(t, sharedCase{Name: "none with http", YAML: ok}); code != 0 {
+		t.Fatalf("check-config exit %d: %s", code, msg)
+	}
+	bad := "wal: {type: none}\nsources: {gh: {sinks: [{type: log}]}}\n"
+	if code, msg := agree(t, sharedCase{Name: "none with log", YAML: bad}); code != 78 || !strings.Contains(msg, "sources.gh.sinks: ") {
+		t.Fatalf("check-config exit %d: %s\nwant 78 naming sources.gh.sinks", code, msg)
 	}
 }
 
