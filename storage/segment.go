@@ -235,3 +235,5 @@ func DecodeSegment(seg []byte, fn func(off int64, payload []byte) error) error {
 	}
 	return nil
 }
+
+func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }

@@ -114,10 +114,12 @@ type Obligation struct {
 }
 
 // Obligations appends to dst the archive obligations with seq > after, in seq order, with their stored hooks,
-// while the hooks' encoded sizes stay within maxBytes (always at least one) and at most max of them. It takes
-// no lock: obligations are only deleted by CatalogueSegment, called by the same compactor.
-func (db *DB) Obligations(after uint64, maxBytes int64, max int, dst []Obligation) ([]Obligation, error) {
-	err := db.read(func() error {
+// while the hooks' encoded sizes plus overhead per hook stay within maxBytes (always at least one) and at most
+// max of them. more tells that obligations after the last one returned are waiting. It takes no lock:
+// obligations are deleted only by CatalogueSegment, which the one compactor calls after reading them.
+func (db *DB) Obligations(after uint64, maxBytes, overhead int64, max int, dst []Obligation) (_ []Obligation,
+	more bool, err error) {
+	err = db.read(func() error {
 		if after == ^uint64(0) || max <= 0 {
 			return nil
 		}
@@ -127,7 +129,11 @@ func (db *DB) Obligations(after uint64, maxBytes int64, max int, dst []Obligatio
 		it.Seek(lower)
 		var total int64
 		start := len(dst)
-		for ; it.Valid() && len(dst)-start < max; it.Next() {
+		for ; it.Valid(); it.Next() {
+			if len(dst)-start >= max {
+				more = true
+				break
+			}
 			seq, err := ParseArchiveKey(it.Key().Data())
 			if err != nil {
 				return err
@@ -140,10 +146,11 @@ func (db *DB) Obligations(after uint64, maxBytes int64, max int, dst []Obligatio
 			if err != nil {
 				return err
 			}
-			if len(dst) > start && total+int64(len(v)) > maxBytes {
+			if len(dst) > start && total+int64(len(v))+overhead > maxBytes {
+				more = true
 				break
 			}
-			total += int64(len(v))
+			total += int64(len(v)) + overhead
 			dst = append(dst, Obligation{Seq: seq, Size: size, Value: v})
 		}
 		if err := it.Err(); err != nil {
@@ -151,7 +158,7 @@ func (db *DB) Obligations(after uint64, maxBytes int64, max int, dst []Obligatio
 		}
 		return nil
 	})
-	return dst, err
+	return dst, more, err
 }
 
 // ArchivedHook names one hook of a segment being catalogued and where its frame is in the segment object.
@@ -170,7 +177,8 @@ type FrameLocation struct {
 
 const archivedIDValueLen = 8 + 8 + 4
 
-// CatalogueSegment writes e's catalogue row and the id keys of hooks, deletes their archive obligations (and
+// CatalogueSegment writes e's catalogue row (none when e is nil: every obligation was in missing) and the id
+// keys of hooks, deletes their archive obligations (and
 // those of missing, the obligations whose hook was gone) and deletes every hook whose obligation was the last
 // thing holding it (no delivery row left, dead rows included), all in one synced batch, and updates
 // m:archive_pending. An obligation already gone (a second call for the same segment) is skipped, so the call
@@ -223,7 +231,9 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 			return 0, err
 		}
 	}
-	wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
+	if e != nil {
+		wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
+	}
 	db.putCountersLocked(wb)
 	if err := db.rdb.Write(db.wo, wb); err != nil {
 		db.ed.reset()

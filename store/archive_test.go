@@ -53,7 +53,7 @@ func TestCatalogueNeverRemovesAHookWithPendingDeliveries(t *testing.T) {
 		t.Fatalf("archive pending = %d, want 2", got)
 	}
 
-	obs, err := db.Obligations(0, 1<<20, 100, nil)
+	obs, _, err := db.Obligations(0, 1<<20, 0, 100, nil)
 	if err != nil || len(obs) != 2 {
 		t.Fatalf("Obligations = %d, %v; want 2", len(obs), err)
 	}
@@ -111,7 +111,7 @@ func TestCompleteKeepsAHookTheArchiveStillHolds(t *testing.T) {
 	if _, err := db.GetHook(seq); err != nil {
 		t.Fatalf("hook removed while its archive obligation holds it: %v", err)
 	}
-	obs, err := db.Obligations(0, 1<<20, 100, nil)
+	obs, _, err := db.Obligations(0, 1<<20, 0, 100, nil)
 	if err != nil || len(obs) != 1 {
 		t.Fatalf("Obligations = %d, %v", len(obs), err)
 	}
@@ -129,18 +129,18 @@ func TestObligationsByteBudget(t *testing.T) {
 	}
 	seqs := commitArchived(t, db, recs...)
 	size := int64(len(recs[0].Value))
-	obs, err := db.Obligations(0, 3*size, 100, nil)
-	if err != nil || len(obs) != 3 || obs[0].Seq != seqs[0] {
+	obs, more, err := db.Obligations(0, 3*size+3*8, 8, 100, nil)
+	if err != nil || len(obs) != 3 || obs[0].Seq != seqs[0] || !more {
 		t.Fatalf("Obligations(3 hooks' bytes) = %d, %v", len(obs), err)
 	}
 	// At least one, whatever the budget.
-	if obs, err = db.Obligations(0, 1, 100, nil); err != nil || len(obs) != 1 {
+	if obs, _, err = db.Obligations(0, 1, 0, 100, nil); err != nil || len(obs) != 1 {
 		t.Fatalf("Obligations(1 byte) = %d, %v", len(obs), err)
 	}
-	if obs, err = db.Obligations(seqs[8], 1<<20, 100, nil); err != nil || len(obs) != 1 || obs[0].Seq != seqs[9] {
+	if obs, more, err = db.Obligations(seqs[8], 1<<20, 0, 100, nil); err != nil || len(obs) != 1 || obs[0].Seq != seqs[9] || more {
 		t.Fatalf("Obligations(after 8) = %+v, %v", obs, err)
 	}
-	if obs, err = db.Obligations(0, 1<<20, 4, nil); err != nil || len(obs) != 4 {
+	if obs, _, err = db.Obligations(0, 1<<20, 0, 4, nil); err != nil || len(obs) != 4 {
 		t.Fatalf("Obligations(max 4) = %d, %v", len(obs), err)
 	}
 }
@@ -150,10 +150,10 @@ func TestCatalogueSurvivesReopenAndDeleteSegment(t *testing.T) {
 	db := openTest(t, dir, nil)
 	a, b := makeRecord(t, "t1", 8), makeRecord(t, "t1", 8)
 	commitArchived(t, db, a)
-	obs, _ := db.Obligations(0, 1<<20, 100, nil)
+	obs, _, _ := db.Obligations(0, 1<<20, 0, 100, nil)
 	e1 := catalogue(t, db, obs, 1000)
 	commitArchived(t, db, b)
-	obs, _ = db.Obligations(e1.LastSeq, 1<<20, 100, nil)
+	obs, _, _ = db.Obligations(e1.LastSeq, 1<<20, 0, 100, nil)
 	e2 := catalogue(t, db, obs, 5000)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,7 @@ func TestOpenReadOnlyBesideTheWriter(t *testing.T) {
 	db := openTest(t, dir, nil)
 	r := makeRecord(t, "t1", 8)
 	commitArchived(t, db, r)
-	obs, _ := db.Obligations(0, 1<<20, 100, nil)
+	obs, _, _ := db.Obligations(0, 1<<20, 0, 100, nil)
 	e := catalogue(t, db, obs, 1)
 	ro, err := OpenReadOnly(dir, db.log)
 	if err != nil {

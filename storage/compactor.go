@@ -1,0 +1,253 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/storage/blob"
+	"github.com/ankusa-go/ankusa/store"
+)
+
+// Compaction stages, the values of ankusa_compact_failures_total{stage}.
+const (
+	StageRead       = "read"        // reading obligations or hooks from the store
+	StagePutSegment = "put_segment" // the segment object was not written
+	StagePutIndex   = "put_index"   // the index object was not written
+	StageManifest   = "manifest"    // the node-day manifest was not written
+	StageCatalogue  = "catalogue"   // the catalogue batch (which clears the obligations) was not written
+	StageRetention  = "retention"   // archive.retention_days' sweep failed
+)
+
+// StageError is a failed compaction or retention sweep and the stage it failed at.
+type StageError struct {
+	Stage string
+	Err   error
+}
+
+func (e *StageError) Error() string { return "storage: " + e.Stage + ": " + e.Err.Error() }
+func (e *StageError) Unwrap() error { return e.Err }
+
+// maxSegmentRecords bounds the hooks of one segment whatever their size, so the catalogue batch stays bounded.
+const maxSegmentRecords = 1 << 16
+
+// CompactorOptions configure a Compactor.
+type CompactorOptions struct {
+	DB   func() *store.DB // the open store, nil while it is closed
+	Blob blob.Store
+	Node string // node id: one key part (ValidNode)
+	// RollBytes caps a segment object (storage.roll_bytes); a single bigger hook gets a segment of its own.
+	RollBytes int64
+	// RollAge (storage.roll_ms): obligations that do not fill RollBytes wait until the oldest is this old.
+	RollAge time.Duration
+	// Retention (archive.retention_days; 0 = off) deletes segments whose newest hook is older.
+	Retention time.Duration
+	Log       zerolog.Logger
+	Now       func() time.Time // nil: time.Now
+}
+
+// Compacted describes one segment written and catalogued.
+type Compacted struct {
+	Segment   store.SegmentEntry
+	Records   int
+	Reclaimed int // hooks deleted because the archive held them last
+	Duration  time.Duration
+}
+
+// Result is what one Compact did.
+type Result struct {
+	Segment *Compacted // nil: nothing written (no obligations, or waiting for roll_ms)
+	// More: obligations beyond this segment are waiting now (the segment was full); compact again at once.
+	More bool
+}
+
+// Compactor packs archive obligations into segments (seed, Compactor row: "takes archive obligations byte-sized
+// up to storage.roll_bytes and packs them into one immutable segment plus one index object. A failed blob write
+// ends the tick and the same hooks are retried next tick"). It is driven by one goroutine at a time (the
+// compactor actor's task); its state is rebuilt from the store, so a new Compactor needs nothing from an old one.
+type Compactor struct {
+	o CompactorOptions
+
+	after   uint64             // every obligation up to this seq is catalogued (this incarnation's view)
+	pending []store.Obligation // the obligations a failed compaction took: retried as they are, same keys
+	b       Builder
+	idx     []byte
+}
+
+// NewCompactor returns a compactor; it refuses a node id that cannot be a key part.
+func NewCompactor(o CompactorOptions) (*Compactor, error) {
+	if !ValidNode(o.Node) {
+		return nil, fmt.Errorf("storage: node id %q cannot name an object key part ([A-Za-z0-9._=-])", o.Node)
+	}
+	if o.RollBytes <= SegmentOverhead+FrameOverhead {
+		return nil, fmt.Errorf("storage: roll_bytes %d leaves no room for a record", o.RollBytes)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Compactor{o: o}, nil
+}
+
+// Compact writes at most one segment: it reads obligations in seq order up to RollBytes, and unless they fill
+// it or the oldest is RollAge old, waits for more (writes nothing). Otherwise it PUTs the segment, its index and
+// the node-day manifest, then catalogues the segment and clears the obligations in one synced batch. Any error
+// is a *StageError and leaves every obligation in place: the next call retries the same hooks.
+func (c *Compactor) Compact(ctx context.Context) (Result, error) {
+	db := c.o.DB()
+	if db == nil {
+		return Result{}, &StageError{Stage: StageRead, Err: store.ErrClosed}
+	}
+	start := time.Now()
+	obs, more := c.pending, false
+	if obs == nil {
+		var err error
+		obs, more, err = db.Obligations(c.after, c.o.RollBytes-SegmentOverhead, FrameOverhead, maxSegmentRecords, nil)
+		if err != nil {
+			return Result{}, &StageError{Stage: StageRead, Err: err}
+		}
+		if len(obs) == 0 {
+			return Result{}, nil
+		}
+		if !more {
+			if _, at, err := store.HookHead(obs[0].Value); err == nil && c.o.Now().Sub(time.UnixMilli(at)) < c.o.RollAge {
+				return Result{}, nil
+			}
+		}
+	}
+	c.pending = obs // until the catalogue batch succeeds
+
+	c.b.Reset()
+	var missing []uint64
+	for _, ob := range obs {
+		if ob.Value == nil {
+			c.o.Log.Error().Uint64("seq", ob.Seq).Msg("archive obligation without its hook: cleared, nothing to archive")
+			missing = append(missing, ob.Seq)
+			continue
+		}
+		if err := c.b.Add(ob.Seq, ob.Value); err != nil {
+			c.o.Log.Error().Err(err).Uint64("seq", ob.Seq).Msg("archive obligation's hook cannot be decoded: cleared, not archived")
+			missing = append(missing, ob.Seq)
+		}
+	}
+	if c.b.Count() == 0 {
+		if _, err := db.CatalogueSegment(nil, nil, missing); err != nil {
+			return Result{}, &StageError{Stage: StageCatalogue, Err: err}
+		}
+		c.done(obs)
+		return Result{More: more}, nil
+	}
+	seg, idx, sum := c.b.Finish(c.idx)
+	c.idx = idx
+	ents := c.b.Entries()
+	e := store.SegmentEntry{FirstSeq: ents[0].Seq, LastSeq: ents[len(ents)-1].Seq, Count: uint32(len(ents)),
+		Bytes: int64(len(seg)), MinReceivedAt: ents[0].ReceivedAt, MaxReceivedAt: ents[0].ReceivedAt, SHA256: sum}
+	hooks := make([]store.ArchivedHook, len(ents))
+	for i, en := range ents {
+		e.MinReceivedAt = min(e.MinReceivedAt, en.ReceivedAt)
+		e.MaxReceivedAt = max(e.MaxReceivedAt, en.ReceivedAt)
+		hooks[i] = store.ArchivedHook{Seq: en.Seq, ID: en.ID, Offset: en.Offset, Length: en.Length}
+	}
+	day := Day(e.MinReceivedAt)
+	e.SegmentKey, e.IndexKey = SegmentKeys(c.o.Node, day, e.FirstSeq, e.LastSeq)
+	if err := c.o.Blob.Put(ctx, e.SegmentKey, bytes.NewReader(seg), int64(len(seg))); err != nil {
+		return Result{}, &StageError{Stage: StagePutSegment, Err: err}
+	}
+	if err := c.o.Blob.Put(ctx, e.IndexKey, bytes.NewReader(idx), int64(len(idx))); err != nil {
+		return Result{}, &StageError{Stage: StagePutIndex, Err: err}
+	}
+	if err := c.writeManifest(ctx, db, day, &e, 0); err != nil {
+		return Result{}, &StageError{Stage: StageManifest, Err: err}
+	}
+	e.CreatedAt = c.o.Now().UnixMilli()
+	reclaimed, err := db.CatalogueSegment(&e, hooks, missing)
+	if err != nil {
+		return Result{}, &StageError{Stage: StageCatalogue, Err: err}
+	}
+	c.done(obs)
+	return Result{Segment: &Compacted{Segment: e, Records: len(ents), Reclaimed: reclaimed, Duration: time.Since(start)},
+		More: more}, nil
+}
+
+func (c *Compactor) done(obs []store.Obligation) {
+	c.after = max(c.after, obs[len(obs)-1].Seq)
+	c.pending = nil
+}
+
+// writeManifest rewrites the manifest of node-day day from the catalogue, with add (not catalogued yet) in it
+// and the segment starting at drop (0: none) left out; a manifest left with no segment is deleted.
+func (c *Compactor) writeManifest(ctx context.Context, db *store.DB, day string, add *store.SegmentEntry, drop uint64) error {
+	dir := dayDir(c.o.Node, day) + "/"
+	t, err := time.Parse("2006-01-02", day)
+	if err != nil {
+		return err
+	}
+	var segs []ManifestSegment
+	// A segment is in day's directory when its oldest hook is on day, so it overlaps the day.
+	err = db.Segments(t.UnixMilli(), t.Add(24*time.Hour).UnixMilli()-1, func(e store.SegmentEntry) error {
+		if strings.HasPrefix(e.SegmentKey, dir) && e.FirstSeq != drop && (add == nil || e.FirstSeq != add.FirstSeq) {
+			segs = append(segs, manifestSegment(&e))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if add != nil {
+		segs = append(segs, manifestSegment(add))
+	}
+	key := ManifestKey(c.o.Node, day)
+	if len(segs) == 0 {
+		return c.o.Blob.Delete(ctx, key)
+	}
+	m := encodeManifest(c.o.Node, day, segs)
+	return c.o.Blob.Put(ctx, key, bytes.NewReader(m), int64(len(m)))
+}
+
+// Retain deletes every segment whose newest hook is older than the retention (archive.retention_days): its
+// segment object, its index, then its catalogue row, then rewrites its node-day manifest. It returns how many
+// segments it deleted; nothing when retention is off. An object already gone (a bucket lifecycle rule) is not
+// an error.
+func (c *Compactor) Retain(ctx context.Context) (int, error) {
+	if c.o.Retention <= 0 {
+		return 0, nil
+	}
+	db := c.o.DB()
+	if db == nil {
+		return 0, &StageError{Stage: StageRetention, Err: store.ErrClosed}
+	}
+	cutoff := c.o.Now().Add(-c.o.Retention).UnixMilli()
+	var expired []store.SegmentEntry
+	err := db.Segments(0, cutoff, func(e store.SegmentEntry) error {
+		if e.MaxReceivedAt < cutoff {
+			expired = append(expired, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, &StageError{Stage: StageRetention, Err: err}
+	}
+	n := 0
+	for _, e := range expired {
+		if err := ctx.Err(); err != nil {
+			return n, &StageError{Stage: StageRetention, Err: err}
+		}
+		for _, k := range []string{e.SegmentKey, e.IndexKey} {
+			if err := c.o.Blob.Delete(ctx, k); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				return n, &StageError{Stage: StageRetention, Err: fmt.Errorf("cannot delete %s: %w", k, err)}
+			}
+		}
+		if err := db.DeleteSegment(e.FirstSeq); err != nil {
+			return n, &StageError{Stage: StageRetention, Err: err}
+		}
+		n++
+		if err := c.writeManifest(ctx, db, Day(e.MinReceivedAt), nil, e.FirstSeq); err != nil {
+			return n, &StageError{Stage: StageRetention, Err: fmt.Errorf("manifest of %s: %w", Day(e.MinReceivedAt), err)}
+		}
+	}
+	return n, nil
+}
