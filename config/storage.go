@@ -169,9 +169,11 @@ func (c *Config) validateStorage(ps *problems) {
 	nonNegative(ps, "backup.verify_interval_ms", b.VerifyIntervalMS)
 	if b.Store != nil {
 		validateBlobStore(ps, "backup.store", *b.Store)
+		needsRoot(ps, "backup.store", *b.Store)
 	}
 	if b.Secondary != nil {
 		validateBlobStore(ps, "backup.secondary", *b.Secondary)
+		needsRoot(ps, "backup.secondary", *b.Secondary)
 	}
 	if b.Enabled && len(b.SigningKey) < 16 {
 		ps.add("backup.signing_key", "must be set (at least 16 bytes) when backup.enabled: it signs every manifest")
@@ -187,6 +189,10 @@ func (c *Config) validateStorage(ps *problems) {
 	positive(ps, "claim_check.sweep_interval_ms", cc.SweepIntervalMS)
 	if cc.Store != nil {
 		validateBlobStore(ps, "claim_check.store", *cc.Store)
+		needsRoot(ps, "claim_check.store", *cc.Store)
+		if cc.Store.KeyPrefix != "" {
+			ps.add("claim_check.store.key_prefix", "must be empty: claim keys are never prefixed (every node's consumers redeem from one place)")
+		}
 	}
 	if cc.RetentionDays > 0 && c.ClaimBlobStore().Type != BlobLocal {
 		ps.add("claim_check.retention_days", "applies to a local store only; give the bucket a lifecycle rule on claims/")
@@ -207,6 +213,13 @@ func validateBlobStore(ps *problems, path string, b BlobStore) {
 		if (b.S3.AccessKeyID == "") != (b.S3.SecretAccessKey == "") {
 			ps.add(join(path, "s3"), "access_key_id and secret_access_key go together (neither = the AWS credential chain)")
 		}
+	}
+}
+
+// needsRoot: a local store section of its own has no default directory (only storage.root has one).
+func needsRoot(ps *problems, path string, b BlobStore) {
+	if b.Type == BlobLocal && b.Root == "" {
+		ps.add(join(path, "root"), "must be set when type is local")
 	}
 }
 

@@ -25,6 +25,9 @@ func TestStorageKeysRefused(t *testing.T) {
 		{"secondary type", "backup: {secondary: {type: ftp}}", "backup.secondary.type"},
 		{"claim retention on s3", "claim_check: {retention_days: 3, store: {type: s3, s3: {bucket: b}}}", "claim_check.retention_days"},
 		{"node id", "node: {id: 'a b'}", "node.id"},
+		{"claim store prefixed", "claim_check: {store: {type: local, root: /c, key_prefix: a/}}", "claim_check.store.key_prefix"},
+		{"claim store without root", "claim_check: {store: {type: local}}", "claim_check.store.root"},
+		{"backup store without root", "backup: {store: {type: local}}", "backup.store.root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), envOf(nil))
