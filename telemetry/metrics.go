@@ -40,6 +40,7 @@ type Metrics struct {
 	Dispatch *DispatchMetrics
 	Backup   *BackupMetrics
 	Trust    *TrustMetrics
+	Storage  *StorageMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -106,6 +107,7 @@ func newMetrics(instance string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)
 	m.Trust = newTrustMetrics(reg, l)
+	m.Storage = newStorageMetrics(reg, l)
 	m.Backup = newBackupMetrics(reg, l)
 	return m
 }

@@ -1,0 +1,180 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/telemetry/task"
+)
+
+// Names in the instance tree: the storage subtree (an isolated failure domain) and its compactor, spawned as
+// <instance>/storage/compactor.
+const (
+	SubtreeName   = "storage"
+	CompactorName = "compactor"
+)
+
+// maxBackoff caps the wait after failed compactions (inventory B.3: "backoff ×2 per failure, jittered, cap 60 s").
+const maxBackoff = 60 * time.Second
+
+// defaultRetentionEvery is how often the retention sweep runs when archive.retention_days is set: it scans the
+// catalogue, so not every tick.
+const defaultRetentionEvery = time.Minute
+
+// ActorOptions configure the compactor actor.
+type ActorOptions struct {
+	Compactor CompactorOptions
+	// Interval is storage.interval_ms: a compaction is tried every Interval (and at once again after a full one).
+	Interval time.Duration
+	// RetentionEvery is how often Retain runs (default one minute); only with Compactor.Retention set.
+	RetentionEvery time.Duration
+	Tel            *telemetry.Telemetry
+}
+
+// NewCompactorProps returns the props of the compactor actor. Every Interval it runs one compaction (and, every
+// RetentionEvery, the retention sweep) in a task of its own, so its mailbox stays open to a Stop while a PUT is
+// in flight; the result comes back as a message. A failed compaction waits Interval×2^failures (jittered ±20 %,
+// capped at 60 s) before the next try, which takes the same hooks. A restarted actor starts from the store.
+func NewCompactorProps(o ActorOptions) *actor.Props {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.RetentionEvery <= 0 {
+		o.RetentionEvery = defaultRetentionEvery
+	}
+	return actor.PropsFromProducer(func() actor.Actor { return &compactorActor{o: o} })
+}
+
+type compactorActor struct {
+	o ActorOptions
+
+	c          *Compactor
+	tasks      *task.Group // the ticker and the running compaction; one group per incarnation
+	cancel     context.CancelFunc
+	running    bool
+	failures   int
+	notBefore  time.Time
+	lastRetain time.Time
+}
+
+// compactTick asks for one compaction.
+type compactTick struct{}
+
+// compactDone is a compaction task's result.
+type compactDone struct {
+	res       Result
+	err       error
+	retained  bool
+	deleted   int
+	retainErr error
+}
+
+func (a *compactorActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		c, err := NewCompactor(a.o.Compactor)
+		if err != nil {
+			panic(err) // a config the compactor cannot run fails the boot with this error
+		}
+		a.c = c
+		a.tasks = &task.Group{}
+		a.lastRetain = time.Now()
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		a.tasks.Every(a.o.Interval, func() { root.Send(self, compactTick{}) })
+	case compactTick:
+		a.start(ctx)
+	case *compactDone:
+		a.done(ctx, m)
+	case *actor.Stopping, *actor.Restarting:
+		if a.cancel != nil {
+			a.cancel()
+		}
+		if a.tasks != nil {
+			a.tasks.Stop()
+			a.tasks = nil
+		}
+	}
+}
+
+func (a *compactorActor) start(ctx actor.Context) {
+	now := time.Now()
+	if a.running || now.Before(a.notBefore) {
+		return
+	}
+	retain := a.o.Compactor.Retention > 0 && now.Sub(a.lastRetain) >= a.o.RetentionEvery
+	cctx, cancel := context.WithCancel(context.Background())
+	self, root, c := ctx.Self(), ctx.ActorSystem().Root, a.c
+	started := a.tasks.Go(func(<-chan struct{}) {
+		d := &compactDone{retained: retain}
+		d.res, d.err = c.Compact(cctx)
+		if retain {
+			d.deleted, d.retainErr = c.Retain(cctx)
+		}
+		root.Send(self, d)
+	})
+	if !started {
+		cancel()
+		return
+	}
+	a.running, a.cancel = true, cancel
+}
+
+func (a *compactorActor) done(ctx actor.Context, d *compactDone) {
+	a.running = false
+	if a.cancel != nil {
+		a.cancel()
+		a.cancel = nil
+	}
+	tel := a.o.Tel
+	if db := a.o.Compactor.DB(); db != nil && tel != nil {
+		tel.ArchivePending(db.Counts().ArchivePending)
+	}
+	if d.retained {
+		a.lastRetain = time.Now()
+		if tel != nil {
+			if d.retainErr != nil {
+				tel.CompactFailed(StageRetention, d.retainErr, a.o.RetentionEvery)
+			}
+			tel.RetentionDeleted(d.deleted)
+		}
+	}
+	if d.err != nil {
+		a.failures++
+		wait := backoff(a.o.Interval, a.failures, rand.Float64())
+		a.notBefore = time.Now().Add(wait)
+		if tel != nil {
+			stage := StageRead
+			var se *StageError
+			if errors.As(d.err, &se) {
+				stage = se.Stage
+			}
+			tel.CompactFailed(stage, d.err, wait)
+		}
+		return
+	}
+	a.failures, a.notBefore = 0, time.Time{}
+	if s := d.res.Segment; s != nil && tel != nil {
+		tel.Compacted(telemetry.CompactEvent{Key: s.Segment.SegmentKey, FirstSeq: s.Segment.FirstSeq,
+			LastSeq: s.Segment.LastSeq, Records: s.Records, Bytes: s.Segment.Bytes, Reclaimed: s.Reclaimed,
+			Duration: s.Duration})
+	}
+	if d.res.More {
+		ctx.Send(ctx.Self(), compactTick{})
+	}
+}
+
+// backoff is the wait after failures consecutive failed compactions: interval doubled per failure, ±20 %
+// jitter (r in [0, 1)), never above maxBackoff.
+func backoff(interval time.Duration, failures int, r float64) time.Duration {
+	d := interval << min(failures-1, 20)
+	if d <= 0 || d > maxBackoff {
+		d = maxBackoff
+	}
+	d += time.Duration((r*0.4 - 0.2) * float64(d))
+	return min(d, maxBackoff)
+}
