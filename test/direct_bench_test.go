@@ -1,0 +1,103 @@
+package test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/load"
+)
+
+// directTarget is one destination BenchmarkLoopbackDirect publishes to under wal.type
+// none: start brings it up for the run (closed through b.Cleanup) and returns the sink
+// entry that points at it.
+type directTarget struct {
+	name  string
+	start func(b *testing.B) config.SinkSpec
+}
+
+// directTargets are the destinations of BenchmarkLoopbackDirect, each measured against
+// disk mode in the same run. A sink type added to the builtin registry joins the
+// benchmark by adding its entry here.
+var directTargets = []directTarget{
+	{name: "http", start: func(b *testing.B) config.SinkSpec {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
+		b.Cleanup(srv.Close)
+		return config.SinkSpec{Type: "http", Options: map[string]any{"url": srv.URL + "/hook"}}
+	}},
+	{name: "kafka", start: func(b *testing.B) config.SinkSpec {
+		// Three brokers, so acks=all waits for in-sync replicas as it would in production.
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "hooks"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+		brokers := make([]any, 0, 3)
+		for _, a := range c.ListenAddrs() {
+			brokers = append(brokers, a)
+		}
+		return config.SinkSpec{Type: "kafka", Options: map[string]any{"brokers": brokers, "topic": "hooks"}}
+	}},
+}
+
+// BenchmarkLoopbackDirect is the direct-mode figure of `make bench`: 1 KB bodies from 64
+// connections against an instance under wal.type none whose source publishes to one sink
+// (an HTTP endpoint answering 204; a three-broker kfake cluster), and, in the same run,
+// against disk mode (the same source, acked on the synced store commit). It reports each
+// side's acks/s and ack p50/p99 and the ratio direct/disk. The load runs once, whatever
+// b.N.
+func BenchmarkLoopbackDirect(b *testing.B) {
+	opts := load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}
+	for i := 0; i < b.N; i++ {
+		if i > 0 {
+			break
+		}
+		httpSpec := directTargets[0].start(b)
+		disk := measureMode(b, "bench-disk", config.WALDisk, httpSpec, opts)
+		b.Logf("disk          %s", disk)
+		b.ReportMetric(disk.AcceptedPerSec, "disk_acks/s")
+		b.ReportMetric(float64(disk.P99)/1e6, "disk_p99_ms")
+		for _, tg := range directTargets {
+			spec := httpSpec
+			if tg.name != "http" {
+				spec = tg.start(b)
+			}
+			rep := measureMode(b, "bench-"+tg.name, config.WALNone, spec, opts)
+			ratio := rep.AcceptedPerSec / disk.AcceptedPerSec
+			b.Logf("none/%-8s %s", tg.name, rep)
+			b.Logf("ratio (none/%s acks/s ÷ disk acks/s) = %.3f", tg.name, ratio)
+			b.ReportMetric(rep.AcceptedPerSec, tg.name+"_acks/s")
+			b.ReportMetric(float64(rep.P50)/1e6, tg.name+"_p50_ms")
+			b.ReportMetric(float64(rep.P99)/1e6, tg.name+"_p99_ms")
+			b.ReportMetric(ratio, tg.name+"_ratio")
+			if rep.Errors+rep.Shed > 0 {
+				b.Logf("none/%s saw %d errors and %d shed", tg.name, rep.Errors, rep.Shed)
+			}
+		}
+	}
+}
+
+// measureMode runs the load against an in-process instance under wal with source
+// "sample" publishing to spec (ingest only: under disk nothing delivers, so the figure
+// is the ack), and stops it.
+func measureMode(b *testing.B, name, wal string, spec config.SinkSpec, opts load.Options) load.Report {
+	b.Helper()
+	inst := startInstance(b, name, func(c *config.Config) {
+		c.Admin.Enabled = false
+		c.WAL.Type = wal
+		c.Sources = map[string]config.Source{"sample": {Tenant: "default", Sinks: []config.SinkSpec{spec}}}
+	}, nil)
+	rep, err := load.Measure(context.Background(), ingestURL(inst, "/webhooks/sample"), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := inst.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	return rep
+}
