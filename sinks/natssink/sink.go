@@ -1,0 +1,171 @@
+package natssink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/sinks/message"
+)
+
+// Reconnect back-off (see doc.go).
+const (
+	reconnectMin = 50 * time.Millisecond
+	reconnectMax = 2 * time.Second
+)
+
+// Register adds the nats sink to r.
+func Register(r *sinks.Registry) { r.Register(Type, New) }
+
+// New builds a nats sink from its config entry (a sinks.Factory). It does not connect.
+func New(spec config.SinkSpec, deps sinks.Deps) (sinks.Sink, error) {
+	st, err := parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	s := &sink{
+		settings: st,
+		meta:     message.Meta{Instance: deps.Instance},
+		log:      deps.Log.With().Str("sink", Type).Str("target", st.target).Logger(),
+		name:     "ankusa",
+	}
+	if deps.Instance != "" {
+		s.name += " " + deps.Instance
+	}
+	s.bufs.New = func() any { return new([]byte) }
+	return s, nil
+}
+
+type sink struct {
+	settings
+	meta message.Meta
+	log  zerolog.Logger
+	name string
+	bufs sync.Pool // *[]byte message buffers, reused across attempts
+
+	// mu guards nc and js, set once by the first attempt, and closed.
+	mu     sync.Mutex
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	closed atomic.Bool
+}
+
+func (s *sink) Durable() bool       { return true }
+func (s *sink) InlineMaxBytes() int { return s.inlineMax }
+
+// Close closes the connection; attempts in flight fail.
+func (s *sink) Close() error {
+	if !s.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	s.mu.Lock()
+	nc := s.nc
+	s.mu.Unlock()
+	if nc != nil {
+		nc.Close()
+	}
+	return nil
+}
+
+// conn returns the JetStream context, connecting on first use. With RetryOnFailedConnect a first dial
+// that fails still yields a connection that keeps redialling in the background.
+func (s *sink) conn() (*nats.Conn, jetstream.JetStream, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return nil, nil, sinks.ErrClosed
+	}
+	if s.nc != nil {
+		return s.nc, s.js, nil
+	}
+	opts := []nats.Option{
+		nats.Name(s.name),
+		nats.Timeout(min(s.timeout, 5*time.Second)), // the dial; a slow first dial must not eat many attempts
+		nats.RetryOnFailedConnect(true),
+		nats.MaxReconnects(-1),
+		nats.CustomReconnectDelay(func(attempts int) time.Duration {
+			return min(reconnectMin<<min(attempts, 16), reconnectMax)
+		}),
+		nats.ReconnectBufSize(-1), // fail an attempt while disconnected rather than buffer it
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			s.log.Warn().Err(err).Msg("nats connection lost; reconnecting")
+		}),
+		nats.ReconnectHandler(func(*nats.Conn) { s.log.Info().Msg("nats connection restored") }),
+	}
+	opts = append(opts, s.auth...)
+	opts = append(opts, s.tls...)
+	nc, err := nats.Connect(strings.Join(s.servers, ","), opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("natssink: cannot connect to %s: %w", s.target, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("natssink: cannot use JetStream on %s: %w", s.target, err)
+	}
+	s.nc, s.js = nc, js
+	return nc, js, nil
+}
+
+func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
+	if s.closed.Load() {
+		return sinks.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if e.Claim == "" && len(e.Body) > s.inlineMax {
+		return sinks.Permanent(fmt.Errorf("%w (%d > %d bytes)", ErrInlineTooLarge, len(e.Body), s.inlineMax))
+	}
+	nc, js, err := s.conn()
+	if err != nil {
+		return err
+	}
+	if !nc.IsConnected() {
+		return fmt.Errorf("%w to %s (%s)", ErrNotConnected, s.target, nc.Status())
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+
+	attrs := message.Attributes(e)
+	msg := &nats.Msg{Subject: s.subject, Header: make(nats.Header, len(attrs)+1)}
+	for _, a := range attrs {
+		msg.Header[a.Name] = []string{a.Value}
+	}
+	msgID := e.Text()
+	if e.ReplayID != "" {
+		msgID += ":replay:" + sinks.HeaderValue(e.ReplayID)
+	}
+	bp := s.bufs.Get().(*[]byte)
+	*bp = message.Encode((*bp)[:0], e, s.meta)
+	msg.Data = *bp
+	// nats.go copies the message into the connection's buffer before PublishMsg waits for the ack, so the
+	// buffer is free again whatever PublishMsg returns.
+	_, err = js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID), jetstream.WithRetryAttempts(0))
+	s.bufs.Put(bp)
+	if err == nil {
+		return nil // a duplicate ack too: the stream holds this id
+	}
+	switch {
+	case s.closed.Load():
+		return sinks.ErrClosed
+	case errors.Is(err, jetstream.ErrNoStreamResponse):
+		return fmt.Errorf("%w: no stream is bound to subject %s on %s", ErrNoStream, s.subject, s.target)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return sinks.Permanent(fmt.Errorf("natssink: message of %d bytes exceeds the server's max_payload: %w", len(msg.Data), err))
+	case errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrDisconnected):
+		return fmt.Errorf("%w to %s: %w", ErrNotConnected, s.target, err)
+	}
+	return fmt.Errorf("natssink: cannot publish to %s on %s: %w", s.subject, s.target, err)
+}
