@@ -7,9 +7,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ankusa-go/ankusa/sinks/builtin"
 )
 
 // sharedCase is config's table-test case as config/testdata/cases/*.json holds it
@@ -69,12 +72,17 @@ func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 		"wal.type none with only a log sink": "wal: {type: none}\n" + logSource,
 		"role claim_check":                   "node: {roles: [edge, claim_check]}\n" + logSource,
 		"http sink without url":              "sources: {s: {sinks: [{type: http, timeout_ms: 100}]}}\n",
+		"sqs sink without queue_url":         "sources: {s: {sinks: [{type: sqs, region: eu-west-1}]}}\n",
 	}
 	paths := map[string]string{
 		"wal.type dual": "wal.type", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check": "node.roles[1]",
-		"http sink without url": "sources.s.sinks[0]",
+		"http sink without url": "sources.s.sinks[0]", "sqs sink without queue_url": "sources.s.sinks[0]",
 	}
-	for _, typ := range []string{"rabbitmq", "nats", "redis", "sqs", "google_pubsub"} {
+	built := builtin.NewRegistry().Types()
+	for _, typ := range []string{"kafka", "rabbitmq", "nats", "redis", "sqs", "google_pubsub"} {
+		if slices.Contains(built, typ) {
+			continue // built: its options decide, as for http below
+		}
 		cases[typ+" sink"] = "sources: {s: {sinks: [{type: log}, {type: " + typ + "}]}}\n"
 		paths[typ+" sink"] = "sources.s.sinks[1].type"
 	}
