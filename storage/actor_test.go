@@ -34,7 +34,7 @@ func TestBackoffDoublesJitteredCapped(t *testing.T) {
 // each failure is counted under its stage.
 func TestCompactorActorRetriesAFailingBlobStore(t *testing.T) {
 	db := openStore(t, t.TempDir())
-	mem := newMemStore()
+	mem := newLocal(t)
 	bs := &failingPuts{Store: mem}
 	bs.n.Store(3)
 	var recs []*store.Record

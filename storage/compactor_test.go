@@ -11,12 +11,27 @@ import (
 
 	"github.com/ankusa-go/ankusa/storage/blob"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/fixture/s3fake"
 )
 
 // blobStores are the stores every compaction test runs on.
-func blobStores(t *testing.T) map[string]func(t *testing.T) blob.Store {
+func blobStores(*testing.T) map[string]func(t *testing.T) blob.Store {
 	return map[string]func(t *testing.T) blob.Store{
-		"memory": func(*testing.T) blob.Store { return newMemStore() },
+		"localfs": func(t *testing.T) blob.Store {
+			l, err := blob.NewLocalFS(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return l
+		},
+		"s3": func(t *testing.T) blob.Store {
+			srv := s3fake.Start(t)
+			s, err := blob.NewS3(context.Background(), srv.S3())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
 	}
 }
 
@@ -154,7 +169,7 @@ func TestRollBytesRespected(t *testing.T) {
 // storage.roll_ms: obligations that do not fill a segment wait until the oldest is that old.
 func TestRollAgeWaitsForMore(t *testing.T) {
 	db := openStore(t, t.TempDir())
-	bs := newMemStore()
+	bs := newLocal(t)
 	at := now()
 	commit(t, db, hookAt(at, body(1, 10)))
 	clock := time.UnixMilli(at)
@@ -177,7 +192,7 @@ func TestFailingBlobStoreRetriedNothingLost(t *testing.T) {
 	for fails, stage := range []string{StagePutSegment, StagePutIndex, StageManifest} {
 		t.Run(stage, func(t *testing.T) {
 			db := openStore(t, t.TempDir())
-			mem := newMemStore()
+			mem := newLocal(t)
 			var recs []*store.Record
 			for i := range 30 {
 				recs = append(recs, hookAt(now(), body(i, 300)))
@@ -263,7 +278,7 @@ func TestCatalogueSurvivesRestart(t *testing.T) {
 // Seed: "Hooks dispatch hasn't consumed yet are not touched, so at-least-once delivery survives compaction".
 func TestCompactionNeverRemovesAHookWithPendingDeliveries(t *testing.T) {
 	db := openStore(t, t.TempDir())
-	bs := newMemStore()
+	bs := newLocal(t)
 	pending := hookAt(now(), body(1, 50), store.SinkBinding{Index: 0, Type: "http"})
 	done := hookAt(now(), body(2, 50))
 	commit(t, db, pending, done)
@@ -294,7 +309,7 @@ func TestCompactionNeverRemovesAHookWithPendingDeliveries(t *testing.T) {
 // answers :error").
 func TestFetchMissingSegmentIsAnError(t *testing.T) {
 	db := openStore(t, t.TempDir())
-	bs := newMemStore()
+	bs := newLocal(t)
 	r := hookAt(now(), body(1, 50))
 	commit(t, db, r)
 	compactAll(t, newTestCompactor(t, func() *store.DB { return db }, bs, nil))
@@ -368,7 +383,7 @@ func TestRetentionDeletesWhatItShouldAndNothingElse(t *testing.T) {
 
 func TestReplayWindow(t *testing.T) {
 	db := openStore(t, t.TempDir())
-	bs := newMemStore()
+	bs := newLocal(t)
 	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	var recs []*store.Record
 	for i := range 10 {

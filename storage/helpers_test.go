@@ -1,14 +1,10 @@
 package storage
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,86 +15,15 @@ import (
 	"github.com/ankusa-go/ankusa/store"
 )
 
-// memStore is an in-memory blob.Store for tests.
-type memStore struct {
-	mu   sync.Mutex
-	objs map[string][]byte
-}
-
-func newMemStore() *memStore { return &memStore{objs: make(map[string][]byte)} }
-
-func (m *memStore) Put(_ context.Context, key string, r io.Reader, size int64) error {
-	if !blob.ValidKey(key) {
-		return blob.ErrInvalidKey
-	}
-	b, err := io.ReadAll(r)
+// newLocal is a LocalFS store in a temporary directory.
+func newLocal(t testing.TB) blob.Store {
+	t.Helper()
+	l, err := blob.NewLocalFS(t.TempDir())
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	if int64(len(b)) != size {
-		return fmt.Errorf("put %s: %d bytes, said %d", key, len(b), size)
-	}
-	m.mu.Lock()
-	m.objs[key] = b
-	m.mu.Unlock()
-	return nil
+	return l
 }
-
-func (m *memStore) get(key string) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.objs[key]
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", key, blob.ErrNotFound)
-	}
-	return b, nil
-}
-
-func (m *memStore) Get(_ context.Context, key string) (io.ReadCloser, error) {
-	b, err := m.get(key)
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(bytes.NewReader(b)), nil
-}
-
-func (m *memStore) GetRange(_ context.Context, key string, off, n int64) ([]byte, error) {
-	b, err := m.get(key)
-	if err != nil {
-		return nil, err
-	}
-	if off < 0 || n < 0 || off+n > int64(len(b)) {
-		return nil, fmt.Errorf("range %d+%d of %s (%d bytes)", off, n, key, len(b))
-	}
-	return bytes.Clone(b[off : off+n]), nil
-}
-
-func (m *memStore) List(_ context.Context, prefix string, fn func(blob.Object) error) error {
-	m.mu.Lock()
-	var objs []blob.Object
-	for k, v := range m.objs {
-		if strings.HasPrefix(k, prefix) {
-			objs = append(objs, blob.Object{Key: k, Size: int64(len(v))})
-		}
-	}
-	m.mu.Unlock()
-	sort.Slice(objs, func(a, b int) bool { return objs[a].Key < objs[b].Key })
-	for _, o := range objs {
-		if err := fn(o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (m *memStore) Delete(_ context.Context, key string) error {
-	m.mu.Lock()
-	delete(m.objs, key)
-	m.mu.Unlock()
-	return nil
-}
-
-func (m *memStore) String() string { return "memory" }
 
 // failingPuts fails the first n Puts of the store it wraps (a fault injected by wrapping one method).
 type failingPuts struct {

@@ -31,7 +31,7 @@ func newStorageMetrics(reg *prometheus.Registry, l prometheus.Labels) *StorageMe
 			Help: "One compaction: reading obligations, writing segment, index and manifest, cataloguing.", ConstLabels: l,
 			Buckets: compactBuckets}),
 		CompactFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_compact_failures_total",
-			Help: "Failed compactions and retention sweeps, by stage (read, put_segment, put_index, manifest, catalogue, retention).",
+			Help:        "Failed compactions and retention sweeps, by stage (read, put_segment, put_index, manifest, catalogue, retention).",
 			ConstLabels: l}, []string{"stage"}),
 		RetentionDeleted: c("ankusa_compact_retention_deleted_total", "Archive segments deleted by archive.retention_days."),
 	}
