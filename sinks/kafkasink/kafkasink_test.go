@@ -349,13 +349,8 @@ func TestOptionsAreValidated(t *testing.T) {
 	if st.idempotent || st.inlineMax != 65536 || st.maxRecord != 1_000_000 || st.produceTimeout != 5*time.Second || st.sasl != nil || st.tls != nil {
 		t.Fatalf("defaults: %+v", st)
 	}
-	e := &sinks.Envelope{IDText: "id1", Source: "gh", DedupeKey: "d"}
-	if got := string(appendKey(nil, st.key, e)); got != "default/gh" {
+	if got := string(st.key.Append(nil, &sinks.Envelope{Source: "gh"})); got != "default/gh" {
 		t.Fatalf("default key without a tenant = %q, want default/gh", got)
-	}
-	parts, ok := parseKey("x-{id}:{dedupe_key}")
-	if got := string(appendKey(nil, parts, e)); !ok || got != "x-id1:d" {
-		t.Fatalf("templated key = %q (%v)", got, ok)
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 type settings struct {
 	brokers        []string
 	topic          string
-	key            []keyPart
+	key            sinks.Template
 	inlineMax      int
 	maxRecord      int
 	produceTimeout time.Duration
@@ -41,12 +41,6 @@ type settings struct {
 	sasl           sasl.Mechanism // nil: no SASL
 	tls            *tls.Config    // nil: plaintext
 }
-
-// keyPart is a literal (field == "") or one envelope field of the key template.
-type keyPart struct{ lit, field string }
-
-// keyFields are the placeholders a key template may name.
-var keyFields = []string{"tenant", "source_id", "id", "dedupe_key", "idempotency_key"}
 
 // parse validates spec's options; every problem is a *sinks.OptionError naming the option, never its value.
 func parse(spec config.SinkSpec) (settings, error) {
@@ -69,8 +63,8 @@ func parse(spec config.SinkSpec) (settings, error) {
 		o.Fail("topic", "must be 1..249 characters of [a-zA-Z0-9._-], not . or ..")
 	}
 	var ok bool
-	if s.key, ok = parseKey(o.String("key", DefaultKey)); !ok {
-		o.Fail("key", "placeholders are {"+strings.Join(keyFields, "}, {")+"}; braces must pair")
+	if s.key, ok = sinks.ParseTemplate(o.String("key", DefaultKey)); !ok {
+		o.Fail("key", "placeholders are {"+strings.Join(sinks.TemplateFields, "}, {")+"}; braces must pair")
 	}
 	s.inlineMax = o.Int("inline_max_bytes", DefaultInlineMaxBytes, 1, 64<<20)
 	s.maxRecord = o.Int("max_record_bytes", DefaultMaxRecordBytes, 1024, 64<<20)
@@ -167,62 +161,4 @@ func validTopic(t string) bool {
 		}
 	}
 	return true
-}
-
-// parseKey splits a key template into literals and placeholders.
-func parseKey(tmpl string) ([]keyPart, bool) {
-	var parts []keyPart
-	for tmpl != "" {
-		open := strings.IndexByte(tmpl, '{')
-		if close := strings.IndexByte(tmpl, '}'); close >= 0 && (open < 0 || close < open) {
-			return nil, false
-		}
-		if open < 0 {
-			parts = append(parts, keyPart{lit: tmpl})
-			break
-		}
-		if open > 0 {
-			parts = append(parts, keyPart{lit: tmpl[:open]})
-		}
-		end := strings.IndexByte(tmpl[open:], '}')
-		if end < 0 {
-			return nil, false
-		}
-		field := tmpl[open+1 : open+end]
-		known := false
-		for _, f := range keyFields {
-			known = known || f == field
-		}
-		if !known {
-			return nil, false
-		}
-		parts = append(parts, keyPart{field: field})
-		tmpl = tmpl[open+end+1:]
-	}
-	return parts, true
-}
-
-// appendKey appends the record key of e.
-func appendKey(dst []byte, parts []keyPart, e *sinks.Envelope) []byte {
-	for _, p := range parts {
-		switch p.field {
-		case "":
-			dst = append(dst, p.lit...)
-		case "tenant":
-			if e.Tenant == "" {
-				dst = append(dst, sinks.DefaultTenant...)
-			} else {
-				dst = append(dst, e.Tenant...)
-			}
-		case "source_id":
-			dst = append(dst, e.Source...)
-		case "id":
-			dst = append(dst, e.Text()...)
-		case "dedupe_key":
-			dst = append(dst, e.DedupeKey...)
-		case "idempotency_key":
-			dst = append(dst, e.IdempotencyKey()...)
-		}
-	}
-	return dst
 }

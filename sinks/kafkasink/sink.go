@@ -139,7 +139,7 @@ func (s *sink) record(e *sinks.Envelope) (*kgo.Record, error) {
 		hdrs[i] = kgo.RecordHeader{Key: a.Name, Value: []byte(a.Value)}
 		size += len(a.Name) + len(a.Value)
 	}
-	key := appendKey(nil, s.key, e)
+	key := s.key.Append(nil, e)
 	val := message.Encode(nil, e, s.meta)
 	if size += len(key) + len(val); size > s.maxRecord {
 		return nil, sinks.Permanent(fmt.Errorf("%w: %d bytes of key, value and headers exceed max_record_bytes %d", ErrOversize, size, s.maxRecord))
