@@ -14,6 +14,7 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -55,6 +56,24 @@ type Publisher struct {
 type directRoute struct {
 	forward sinks.Forward
 	sinks   []*directSink
+}
+
+// envelope is h as the route's sinks see it: its stored headers through the source's
+// forward policy. It shares h's body and header strings.
+func (rt *directRoute) envelope(h *store.Hook) sinks.Envelope {
+	env := sinks.Envelope{
+		ID: h.ID, Source: h.Source, Tenant: h.Tenant, ReceivedAt: h.ReceivedAt, ContentType: h.ContentType,
+		Body: h.Body, DedupeKey: h.DedupeKey, Flagged: h.Flagged, Verification: h.Verification.String(), Attempt: 1,
+	}
+	env.IDText = env.Text()
+	if len(h.Headers) > 0 {
+		hs := make([]sinks.Header, len(h.Headers))
+		for i, x := range h.Headers {
+			hs[i] = sinks.Header{Name: x.Name, Value: x.Value}
+		}
+		env.Headers = rt.forward.Headers(hs)
+	}
+	return env
 }
 
 // directSink is one configured sink of one source and its recent health.

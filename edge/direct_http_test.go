@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/store"
@@ -282,5 +284,55 @@ func TestDirectReadyNamesFailingSink(t *testing.T) {
 	postBody(t, inst, "/webhooks/gh", []byte(`{}`)).expect(t, 201, "")
 	if code, b, raw := getReady(t, inst.IngestAddr()); code != 200 || b.Sinks != "ok" {
 		t.Fatalf("/ready after the sink confirmed again: %d %s, want 200", code, raw)
+	}
+}
+
+// Design: the local state of wal: :none "is the quarantine pen", and a quarantine
+// release "commits the ones that pass with their original id". Under none a release
+// publishes each hook that now verifies to the source's sinks with its original id and
+// removes it from the pen only once they confirmed; a forged hook stays held.
+func TestDirectQuarantineReleasePublishes(t *testing.T) {
+	dest := newDestination(t, false)
+	dir := t.TempDir()
+	startPen := func(secrets ...string) *instance.Instance {
+		return fixture.InstanceWith(t, "direct", func(c *config.Config) {
+			c.Node.DataDir = dir
+			c.WAL.Type = config.WALNone
+			c.Node.Roles = []string{"edge"}
+			src := penSource(secrets...)
+			src.Sinks = []config.SinkSpec{dest.sink()}
+			c.Sources = map[string]config.Source{"pen": src}
+		}, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
+	}
+	body := []byte(`{"event":"rotated"}`)
+	inst := startPen("old-secret")
+	postBody(t, inst, "/webhooks/pen", body, "X-Hub-Signature-256", sign("new-secret", body)).expect(t, 202, "")
+	postBody(t, inst, "/webhooks/pen", []byte(`{"forged":1}`), "X-Hub-Signature-256", forgedSig).expect(t, 202, "")
+	held, err := inst.Store().ListQuarantine("", 10)
+	if err != nil || len(held) != 2 || dest.calls.Load() != 0 {
+		t.Fatalf("held %v %v, sink called %d times; want 2 held and nothing published", held, err, dest.calls.Load())
+	}
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	inst = startPen("new-secret", "old-secret")
+	dest.status.Store(503)
+	rep, err := inst.Edge().ReleaseQuarantine("pen", 100)
+	if err != nil || rep.Released != 0 || rep.Held != 2 {
+		t.Fatalf("release while the sink refuses: %+v %v; want both still held", rep, err)
+	}
+	dest.status.Store(0)
+	rep, err = inst.Edge().ReleaseQuarantine("pen", 100)
+	if err != nil || rep.Released != 1 || rep.Held != 1 {
+		t.Fatalf("release: %+v %v; want 1 released, 1 held", rep, err)
+	}
+	ids, bodies := dest.received()
+	last := len(ids) - 1
+	if bodies[last] != string(body) || !slices.ContainsFunc(held, func(s store.QuarantineSummary) bool { id, ok := edge.ParseID(ids[last]); return ok && s.ID == id }) {
+		t.Fatalf("sink got %q with id %s, want the rotated hook with its original id", bodies[last], ids[last])
+	}
+	if _, n := inst.Store().QuarantineStats(); n != 1 {
+		t.Fatalf("pen holds %d; the published hook must leave it and the forged one stay", n)
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/verify"
@@ -420,19 +419,11 @@ func (e *Edge) publish(rq *request, id [16]byte) (ending, error) {
 	if rt == nil {
 		return ending{}, errNoRoute
 	}
-	env := sinks.Envelope{
-		ID: id, Source: rq.src.ID, Tenant: rq.tenant, ReceivedAt: rq.start.UnixMilli(),
-		ContentType: string(rq.ctx.Request.Header.ContentType()), Body: rq.body, DedupeKey: rq.dedupeKey,
-		Flagged: rq.flagged, Verification: rq.verification.String(), Attempt: 1,
-	}
-	env.IDText = env.Text()
-	if len(rq.hdrs) > 0 {
-		hs := make([]sinks.Header, len(rq.hdrs))
-		for i, h := range rq.hdrs {
-			hs[i] = sinks.Header{Name: h.Name, Value: h.Value}
-		}
-		env.Headers = rt.forward.Headers(hs)
-	}
+	env := rt.envelope(&store.Hook{
+		ID: id, ReceivedAt: rq.start.UnixMilli(), Tenant: rq.tenant, Source: rq.src.ID,
+		ContentType: string(rq.ctx.Request.Header.ContentType()), Headers: rq.hdrs, Body: rq.body,
+		Flagged: rq.flagged, DedupeKey: rq.dedupeKey, Verification: rq.verification,
+	})
 	if err := e.direct.publish(rt, &env); err != nil {
 		return ending{}, err
 	}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -19,6 +20,9 @@ type ReleaseReport struct {
 // against the source's current verifier, judging the timestamp window at each hook's
 // received_at, and commits those that pass with their original id — the commit and the
 // removal from the pen are one synced batch. It is the quarantine replay job's step.
+// Under wal.type none a hook that passes is published to its source's sinks instead and
+// leaves the pen once every sink confirmed; one a sink refused stays held (Held) for the
+// next release.
 func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error) {
 	var rep ReleaseReport
 	db := e.db()
@@ -62,6 +66,18 @@ func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error
 		if src.Trust.Dedupe != nil {
 			h.DedupeKey, ttl = src.Trust.Dedupe.Key(header, h.Body), src.Trust.Dedupe.TTL()
 		}
+		if e.direct != nil {
+			released, err := e.releaseDirect(db, &h)
+			if err != nil {
+				return rep, err
+			}
+			if released {
+				rep.Released++
+			} else {
+				rep.Held++
+			}
+			continue
+		}
 		rec := &store.Record{
 			ID: h.ID, Tenant: h.Tenant, Source: h.Source, ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
 			Value: store.AppendHook(nil, &h), Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: h.DedupeKey, DedupeTTL: ttl,
@@ -80,4 +96,23 @@ func (e *Edge) ReleaseQuarantine(source string, limit int) (ReleaseReport, error
 		}
 	}
 	return rep, nil
+}
+
+// releaseDirect publishes a released hook to its source's sinks (wal.type none) and, once
+// all of them confirmed, deletes it from the pen. A failed publish keeps it held: the
+// sinks that confirmed get it again on the next release, under the same id. A delete
+// that fails after the publish is an error; the hook stays held and is published again.
+func (e *Edge) releaseDirect(db *store.DB, h *store.Hook) (bool, error) {
+	rt := e.direct.routes[h.Source]
+	if rt == nil {
+		return false, nil
+	}
+	env := rt.envelope(h)
+	if err := e.direct.publish(rt, &env); err != nil {
+		return false, nil
+	}
+	if _, _, err := db.PurgeQuarantine(h.Source, h.ID, h.ReceivedAt, h.ReceivedAt, 1); err != nil {
+		return false, fmt.Errorf("edge: cannot remove a published hook from the pen: %w", err)
+	}
+	return true, nil
 }

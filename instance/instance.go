@@ -248,7 +248,13 @@ func (i *Instance) Drain(ctx context.Context) error {
 func (i *Instance) Stop() error {
 	i.stopOnce.Do(func() {
 		if i.tree != nil {
-			timeout := time.Duration(i.cfg.Listener.DrainTimeoutMS+i.cfg.Batcher.RecordDeadlineMS)*time.Millisecond + 5*time.Second
+			// A request in flight waits at most its record deadline, or under wal.type none its
+			// publish deadline.
+			wait := i.cfg.Batcher.RecordDeadlineMS
+			if i.cfg.WAL.Type == config.WALNone {
+				wait = i.cfg.WAL.PublishTimeoutMS
+			}
+			timeout := time.Duration(i.cfg.Listener.DrainTimeoutMS+wait)*time.Millisecond + 5*time.Second
 			i.stopErr = i.tree.Stop(timeout)
 		}
 		if i.system != nil {

@@ -92,6 +92,10 @@ func TestKill9UnderWalNoneLosesNoAckedHook(t *testing.T) {
 	rec, srv := newRecorder(t)
 	dataDir := t.TempDir()
 	n := startNodeRoles(t, "direct", dataDir, ingestOnly, directSources(srv.URL+"/hook"))
+	// Inventory E.9 row none, in one startup line: "every sink confirmed | no sink keeps it".
+	if !strings.Contains(n.log(), "durability: wal.type=none: 2xx means every sink of the source confirmed; an acked hook is lost only if no sink keeps it") {
+		t.Fatalf("no durability line for wal.type none in the startup log:\n%s", n.log())
+	}
 
 	var mu sync.Mutex
 	acked := make(map[string][32]byte)
