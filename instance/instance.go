@@ -18,6 +18,7 @@ import (
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
+	"github.com/ankusa-go/ankusa/storage/backup"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/supervision"
 	"github.com/ankusa-go/ankusa/telemetry"
@@ -57,6 +58,9 @@ type Instance struct {
 	kill   *actors.Kill
 	tree   *supervision.Tree
 
+	// backupTargets are the backup locations (primary, then secondary) while backup.enabled.
+	backupTargets []backup.Target
+
 	db        atomic.Pointer[store.DB]
 	adminAddr atomic.Pointer[string]
 
@@ -90,7 +94,7 @@ func (i *Instance) Start() error {
 			edge.AnswerDeadLetter(root, dl.Message)
 		}
 	})
-	i.log.Info().Str("wal", cfg.WAL.Type).Strs("roles", cfg.EffectiveRoles()).Msg(telemetry.DurabilityLine(cfg.WAL.Type, false, 0))
+	i.log.Info().Str("wal", cfg.WAL.Type).Strs("roles", cfg.EffectiveRoles()).Msg(telemetry.DurabilityLine(cfg.WAL.Type, cfg.Backup.Enabled, cfg.Backup.IntervalMS))
 	without := 0
 	for id, src := range cfg.Sources {
 		if src.Dedupe == nil {
@@ -100,17 +104,26 @@ func (i *Instance) Start() error {
 		}
 	}
 	i.tel.SourcesWithoutDedupe(without)
+	if err := i.prepareBackup(); err != nil {
+		i.system.Shutdown()
+		return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+	}
 
 	children := []supervision.ChildSpec{
 		{Name: "metrics", Props: i.withKill(newGaugesProps(i)), Domain: "metrics", Isolated: true},
 		{Name: "store", Props: i.withKill(newStoreProps(i)), Domain: "core"},
+	}
+	if cfg.Backup.Enabled {
+		children = append(children, i.backupChild())
+	}
+	children = append(children, []supervision.ChildSpec{
 		// Dedupe keys expire here, never inside the writer.
 		{Name: "dedupe-sweeper", Domain: "sweeper", Isolated: true,
 			Props: i.withKill(store.NewDedupeSweeperProps(i.db.Load, time.Minute, 1000))},
 		// Quarantine entries nobody released leave the pen after quarantine.retention_seconds.
 		{Name: "quarantine-sweeper", Domain: "sweeper", Isolated: true,
 			Props: i.withKill(store.NewQuarantineSweeperProps(i.db.Load, penRetention(cfg), penSweepInterval(cfg), 1000))},
-	}
+	}...)
 	if cfg.HasRole("edge") {
 		sources, err := edge.NewStaticSources(cfg.Sources)
 		if err != nil {

@@ -161,7 +161,8 @@ func DurabilityLine(walType string, backupEnabled bool, backupIntervalMS int) st
 		return "durability: wal.type=none: 2xx means every sink of the source confirmed; an acked hook is lost only if no sink keeps it; no hook is queued on this node, a 503 is the only retry"
 	default:
 		if backupEnabled {
-			return "durability: wal.type=disk: 2xx means fsynced on this host; survives process crash and power loss; a lost host loses the hooks acked since the last backup (backup.interval_ms=" + strconv.Itoa(backupIntervalMS) + ")"
+			return "durability: wal.type=disk: 2xx means fsynced on this host; survives process crash and power loss; a lost host loses at most the hooks acked since the last backup, taken every backup.interval_ms=" +
+				strconv.Itoa(backupIntervalMS) + " (none after a clean stop, which takes a final backup)"
 		}
 		return "durability: wal.type=disk: 2xx means fsynced on this host; survives process crash and power loss, not the loss of this host (backup is off)"
 	}

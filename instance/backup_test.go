@@ -1,0 +1,129 @@
+package instance_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/storage/backup"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/fixture"
+)
+
+// withBackup turns backups on to a local directory shared by the instances of a test, with an interval that
+// never comes: only the final backup of a clean stop is taken.
+func withBackup(root string) func(*config.Config) {
+	return func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
+		cfg.Backup.Enabled = true
+		cfg.Backup.IntervalMS = 3_600_000
+		cfg.Backup.SigningKey = "instance-test-signing-key"
+		cfg.Backup.Store = &config.BlobStore{Type: config.BlobLocal, Root: root}
+	}
+}
+
+// TestCleanStopBacksUpAndAnEmptyDataDirRestores proves the tree's share of backups (design: "a clean stop
+// takes one last checkpoint"; "A node that starts on an empty data_dir restores the latest one before it opens
+// the store"): hooks acked by an instance whose backup interval never came are in the store of a second
+// instance started on an empty data dir with the same backup location.
+func TestCleanStopBacksUpAndAnEmptyDataDirRestores(t *testing.T) {
+	root := t.TempDir()
+	a := start(t, "bk", withBackup(root))
+	var ids []string
+	for i := range 20 {
+		resp, err := http.Post("http://"+a.IngestAddr()+"/webhooks/sample", "application/json", strings.NewReader(fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf [256]byte
+		n, _ := resp.Body.Read(buf[:])
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("post %d: %d %s", i, resp.StatusCode, buf[:n])
+		}
+		_, rest, _ := strings.Cut(string(buf[:n]), `"id":"`)
+		id, _, _ := strings.Cut(rest, `"`)
+		ids = append(ids, id)
+	}
+	storeID := a.Store().StoreID()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	b := start(t, "bk", withBackup(root))
+	if got := b.Store().StoreID(); got != storeID {
+		t.Fatalf("restored store id %s, want %s", got, storeID)
+	}
+	have, err := b.Store().HookIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for raw := range have {
+		seen[fmt.Sprintf("%x", raw)] = true
+	}
+	for _, id := range ids {
+		if !seen[strings.ReplaceAll(id, "-", "")] {
+			t.Fatalf("hook %s acked before the clean stop is not in the restored store", id)
+		}
+	}
+}
+
+// TestBootRefusesAnUnreadableBackupLocation proves the refusal at boot (design: "or refuses to start when the
+// backup location can't be read"): with the S3 endpoint down and an empty data dir, Start fails with
+// store_restore_failed naming the store dir, and no store was created.
+func TestBootRefusesAnUnreadableBackupLocation(t *testing.T) {
+	cfg := config.Default()
+	cfg.Instance = "refuse"
+	cfg.Node.DataDir = t.TempDir()
+	cfg.HTTP.IP, cfg.HTTP.Port, cfg.Admin.Port = "127.0.0.1", 0, 0
+	withBackup("")(cfg)
+	cfg.Backup.Store = &config.BlobStore{Type: config.BlobS3, S3: config.S3{Bucket: "b", Region: "us-east-1",
+		Endpoint: "http://127.0.0.1:" + strconv.Itoa(closedPort(t)), AccessKeyID: "k", SecretAccessKey: "s"}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := instance.New(cfg, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = inst.Start()
+	if err == nil {
+		_ = inst.Stop()
+		t.Fatal("the instance started with its backup location unreadable")
+	}
+	if !errors.Is(err, backup.ErrRestoreFailed) || !strings.Contains(err.Error(), cfg.StoreDir()) {
+		t.Fatalf("Start = %v, want store_restore_failed naming %s", err, cfg.StoreDir())
+	}
+	if held, _ := store.HoldsDatabase(cfg.StoreDir()); held {
+		t.Fatal("a store was created despite the refusal")
+	}
+	t.Logf("refusal: %v", err)
+}
+
+// start is fixture.InstanceWith on a fresh data dir.
+func start(t *testing.T, name string, mutate func(*config.Config)) *instance.Instance {
+	t.Helper()
+	return fixture.Instance(t, name, mutate, nil)
+}
+
+// closedPort is a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	_ = ln.Close()
+	return port
+}
