@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -94,7 +95,25 @@ type ClaimCheck struct {
 	SweepIntervalMS int `yaml:"sweep_interval_ms"` // default 3_600_000
 	// Store is where packs go; nil = the storage blob store (claim keys are never prefixed).
 	Store *BlobStore `yaml:"store"`
+	// Auth says who may redeem claims from the gateway.
+	Auth ClaimAuth `yaml:"auth"`
 }
+
+// ClaimAuth authenticates the claim gateway's readers with static bearer tokens. A reader needs a token with
+// the scope claims:read whose tenants include the claim's tenant ("*" = every tenant).
+type ClaimAuth struct {
+	Tokens []ClaimToken `yaml:"tokens"`
+}
+
+// ClaimToken is one bearer token and what it grants.
+type ClaimToken struct {
+	Token   string   `yaml:"token" config:"secret"` // at least 16 bytes
+	Scopes  []string `yaml:"scopes"`                // claims:read
+	Tenants []string `yaml:"tenants"`               // tenant ids, or "*"
+}
+
+// ScopeClaimsRead lets a token read claims (claim_check.auth.tokens[].scopes).
+const ScopeClaimsRead = "claims:read"
 
 func defaultStorage() Storage {
 	return Storage{
@@ -192,6 +211,32 @@ func (c *Config) validateStorage(ps *problems) {
 		needsRoot(ps, "claim_check.store", *cc.Store)
 		if cc.Store.KeyPrefix != "" {
 			ps.add("claim_check.store.key_prefix", "must be empty: claim keys are never prefixed (every node's consumers redeem from one place)")
+		}
+	}
+	seen := map[string]bool{}
+	for i, tk := range cc.Auth.Tokens {
+		path := fmt.Sprintf("claim_check.auth.tokens[%d]", i)
+		if len(tk.Token) < 16 {
+			ps.add(path+".token", "must be at least 16 bytes")
+		} else if seen[tk.Token] {
+			ps.add(path+".token", "repeats an earlier token")
+		}
+		seen[tk.Token] = true
+		if len(tk.Scopes) == 0 {
+			ps.add(path+".scopes", "must name at least one scope (%s)", ScopeClaimsRead)
+		}
+		for j, sc := range tk.Scopes {
+			if sc != ScopeClaimsRead {
+				ps.oneOf(fmt.Sprintf("%s.scopes[%d]", path, j), []string{ScopeClaimsRead}, sc)
+			}
+		}
+		if len(tk.Tenants) == 0 {
+			ps.add(path+".tenants", `must name at least one tenant ("*" = every tenant)`)
+		}
+		for j, t := range tk.Tenants {
+			if t != "*" && !validID(t) {
+				ps.mustBe(fmt.Sprintf("%s.tenants[%d]", path, j), `"*" or [A-Za-z0-9_-]{1,64}`, quote(t))
+			}
 		}
 	}
 	if cc.RetentionDays > 0 && c.ClaimBlobStore().Type != BlobLocal {

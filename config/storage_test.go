@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -28,6 +29,11 @@ func TestStorageKeysRefused(t *testing.T) {
 		{"claim store prefixed", "claim_check: {store: {type: local, root: /c, key_prefix: a/}}", "claim_check.store.key_prefix"},
 		{"claim store without root", "claim_check: {store: {type: local}}", "claim_check.store.root"},
 		{"backup store without root", "backup: {store: {type: local}}", "backup.store.root"},
+		{"claim token short", "claim_check: {auth: {tokens: [{token: short, scopes: [claims:read], tenants: [t]}]}}", "claim_check.auth.tokens[0].token"},
+		{"claim token scope", "claim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:write], tenants: [t]}]}}", "claim_check.auth.tokens[0].scopes[0]"},
+		{"claim token no tenants", "claim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:read]}]}}", "claim_check.auth.tokens[0].tenants"},
+		{"claim token bad tenant", "claim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:read], tenants: ['../x']}]}}", "claim_check.auth.tokens[0].tenants[0]"},
+		{"claim token repeated", "claim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:read], tenants: [a]}, {token: 0123456789abcdef, scopes: [claims:read], tenants: [b]}]}}", "claim_check.auth.tokens[1].token"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.yaml), envOf(nil))
@@ -63,5 +69,24 @@ func TestStorageDefaultsResolve(t *testing.T) {
 	}
 	if c.BackupBlobStore().KeyPrefix != "n1/" || c.ClaimBlobStore().KeyPrefix != "" {
 		t.Fatalf("backup store %+v (want the storage prefix), claim store %+v (want none)", c.BackupBlobStore(), c.ClaimBlobStore())
+	}
+}
+
+// print-config never shows a claim gateway token, and a refused token is not echoed.
+func TestClaimTokensRedacted(t *testing.T) {
+	c, err := Parse([]byte("claim_check: {auth: {tokens: [{token: tok-0123456789-secret, scopes: [claims:read], tenants: ['*']}]}}"), envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(c.Redacted())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "tok-0123456789-secret") || !strings.Contains(string(out), "claims:read") {
+		t.Fatalf("print-config view: %s", out)
+	}
+	_, err = Parse([]byte("claim_check: {auth: {tokens: [{token: short-secret, scopes: [claims:read], tenants: [t]}]}}"), envOf(nil))
+	if err == nil || strings.Contains(err.Error(), "short-secret") {
+		t.Fatalf("short token: %v (must be refused without echoing it)", err)
 	}
 }

@@ -46,6 +46,9 @@ var (
 	ErrNotFound = errors.New("blob: object not found")
 	// ErrInvalidKey is matched by the error of any call with a key ValidKey refuses.
 	ErrInvalidKey = errors.New("blob: invalid key")
+	// ErrForbidden is matched by the error of a call the service refused for want of permission (S3 403): a
+	// configuration problem that retrying soon will not fix.
+	ErrForbidden = errors.New("blob: access denied")
 	// ErrInvalidRange is matched by the error of a GetRange outside the object.
 	ErrInvalidRange = errors.New("blob: range outside the object")
 )

@@ -233,7 +233,7 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// classify adds ErrNotFound or ErrInvalidRange to the service's answer where it means that. A missing bucket
+// classify adds ErrNotFound, ErrForbidden or ErrInvalidRange to the service's answer where it means that. A missing bucket
 // is also a 404, but a configuration error, not a missing object.
 func (s *S3) classify(err error) error {
 	var apiErr smithy.APIError
@@ -245,6 +245,8 @@ func (s *S3) classify(err error) error {
 		switch re.HTTPStatusCode() {
 		case http.StatusNotFound:
 			return fmt.Errorf("%w: %w", ErrNotFound, err)
+		case http.StatusForbidden:
+			return fmt.Errorf("%w: %w", ErrForbidden, err)
 		case http.StatusRequestedRangeNotSatisfiable:
 			return fmt.Errorf("%w: %w", ErrInvalidRange, err)
 		}

@@ -3,6 +3,8 @@ package blob_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -94,5 +96,26 @@ func TestNewS3RefusesCredentialsInEndpoint(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("error carries the password: %v", err)
+	}
+}
+
+// TestS3AccessDeniedIsForbidden: a 403 from the service matches ErrForbidden (the claim gateway answers
+// store_forbidden with a long Retry-After), never ErrNotFound.
+func TestS3AccessDeniedIsForbidden(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		if r.Method != http.MethodHead {
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+		}
+	}))
+	defer srv.Close()
+	s := newS3(t, config.S3{Bucket: "b", Endpoint: srv.URL, AccessKeyID: "AKID", SecretAccessKey: "secret-secret"})
+	_, err := s.GetRange(context.Background(), "k", 0, 1)
+	if !errors.Is(err, blob.ErrForbidden) || errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("GetRange against a 403 = %v, want ErrForbidden", err)
+	}
+	if err := s.Put(context.Background(), "k", strings.NewReader("x"), 1); !errors.Is(err, blob.ErrForbidden) {
+		t.Fatalf("Put against a 403 = %v, want ErrForbidden", err)
 	}
 }
