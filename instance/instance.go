@@ -171,6 +171,13 @@ func (i *Instance) Start() error {
 	tree, err := supervision.Start(i.system, cfg.Instance, children, i.supervisionOptions())
 	if err != nil {
 		i.system.Shutdown()
+		// The sinks built for this boot hold connections (a broker client's goroutines).
+		if i.disp != nil {
+			i.disp.Close()
+		}
+		if i.pub != nil {
+			i.pub.Close()
+		}
 		return fmt.Errorf("instance %s: cannot start: %w", cfg.Instance, err)
 	}
 	i.tree = tree
