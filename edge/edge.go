@@ -77,8 +77,7 @@ func SettingsFrom(cfg *config.Config) Settings {
 		RateLimits:           cfg.RateLimits,
 		Quarantine:           cfg.Quarantine,
 		URLTenants:           urlTenantSettingsFrom(cfg),
-		// The storage role's compactor is not part of this build yet, so no commit writes
-		// an archive obligation.
+		// The instance sets Archive when the storage role runs its compactor.
 		Archive: false,
 	}
 }

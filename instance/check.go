@@ -15,8 +15,7 @@ import (
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 )
 
-// builtRoles are the roles this build runs. storage has no actor yet, and nothing this
-// build writes creates an archive obligation, so listing it promises nothing; claim_check
+// builtRoles are the roles this build runs (storage: the archive compactor); claim_check
 // would promise bodies offloaded that nothing offloads.
 var builtRoles = []string{config.RoleDispatch, config.RoleEdge, config.RoleStorage}
 

@@ -51,6 +51,7 @@ func (g *gauges) sample() {
 	}
 	if db := g.i.db.Load(); db != nil {
 		g.i.tel.StoreNextSeq(db.NextSeq())
+		g.i.tel.ArchivePending(db.Counts().ArchivePending)
 	}
 	g.i.tel.StoreUnavailable(g.i.health.StoreUnavailable(time.Now()))
 }

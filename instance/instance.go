@@ -18,7 +18,9 @@ import (
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
+	"github.com/ankusa-go/ankusa/storage"
 	"github.com/ankusa-go/ankusa/storage/backup"
+	"github.com/ankusa-go/ankusa/storage/blob"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/supervision"
 	"github.com/ankusa-go/ankusa/telemetry"
@@ -57,6 +59,7 @@ type Instance struct {
 	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
 	kill   *actors.Kill
 	tree   *supervision.Tree
+	blob   blob.Store // the storage role's blob store
 
 	// backupTargets are the backup locations (primary, then secondary) while backup.enabled.
 	backupTargets []backup.Target
@@ -132,6 +135,8 @@ func (i *Instance) Start() error {
 		}
 		set := edge.SettingsFrom(cfg)
 		set.WrapListener = i.opts.WrapIngestListener
+		// A commit writes an archive obligation only while a compactor runs to clear it (inventory E.3).
+		set.Archive = cfg.HasRole(config.RoleStorage)
 		i.edge = edge.New(set, i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
 			sources, i.tel, i.health)
 		i.edge.SetStore(i.db.Load)
@@ -164,6 +169,14 @@ func (i *Instance) Start() error {
 				{Name: dispatch.ReplayerName, Domain: "dispatch", Props: i.withKill(dispatch.NewReplayerProps(d))},
 			}, i.supervisionOptions()),
 		})
+	}
+	if cfg.HasRole(config.RoleStorage) {
+		spec, err := i.storageChild()
+		if err != nil {
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
+		children = append(children, spec)
 	}
 	if cfg.Admin.Enabled {
 		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(newAdminProps(i)), Domain: "admin", Isolated: true})
@@ -217,6 +230,42 @@ func (i *Instance) edgeChildren() []supervision.ChildSpec {
 	}
 	return append(specs, supervision.ChildSpec{Name: edge.ListenerName, Domain: "core", Props: i.withKill(edge.NewListenerProps(i.edge))})
 }
+
+// storageChild is the storage subtree, an isolated domain: the compactor, named <instance>/storage/compactor.
+// Its blob store (storage.type; local by default under <data_dir>/<instance>/segments) is opened here, so a
+// store that cannot be opened fails the boot with its error.
+func (i *Instance) storageChild() (supervision.ChildSpec, error) {
+	cfg := i.cfg
+	if !storage.ValidNode(cfg.NodeID()) {
+		return supervision.ChildSpec{}, fmt.Errorf("storage: node id %q cannot be part of an object key ([A-Za-z0-9._=-])", cfg.NodeID())
+	}
+	bs, err := blob.Open(context.Background(), cfg.StorageBlobStore())
+	if err != nil {
+		return supervision.ChildSpec{}, fmt.Errorf("storage: cannot open the blob store: %w", err)
+	}
+	i.blob = bs
+	props := storage.NewCompactorProps(storage.ActorOptions{
+		Compactor: storage.CompactorOptions{
+			DB: i.db.Load, Blob: bs, Node: cfg.NodeID(), RollBytes: cfg.Storage.RollBytes,
+			RollAge:   time.Duration(cfg.Storage.RollMS) * time.Millisecond,
+			Retention: time.Duration(cfg.Archive.RetentionDays) * 24 * time.Hour,
+			Log:       i.log.With().Str("component", "compactor").Logger(),
+		},
+		Interval: time.Duration(cfg.Storage.IntervalMS) * time.Millisecond,
+		Tel:      i.tel,
+	})
+	i.log.Info().Str("blob_store", bs.String()).Int64("roll_bytes", cfg.Storage.RollBytes).
+		Int("archive_retention_days", cfg.Archive.RetentionDays).Msg("archive compactor enabled")
+	return supervision.ChildSpec{
+		Name: storage.SubtreeName, Domain: "storage", Isolated: true,
+		Props: supervision.NewProps([]supervision.ChildSpec{
+			{Name: storage.CompactorName, Domain: "storage", Props: i.withKill(props)},
+		}, i.supervisionOptions()),
+	}, nil
+}
+
+// Blob is the storage role's blob store (nil without the storage role).
+func (i *Instance) Blob() blob.Store { return i.blob }
 
 func (i *Instance) supervisionOptions() supervision.Options {
 	o := supervision.Options{}
