@@ -87,7 +87,7 @@ func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 		paths[typ+" sink"] = "sources.s.sinks[1].type"
 	}
 	// A built broker sink without its required options is refused by the sink itself.
-	for _, typ := range []string{"kafka", "rabbitmq"} {
+	for _, typ := range []string{"kafka", "nats", "rabbitmq", "redis"} {
 		cases[typ+" sink without options"] = "sources: {s: {sinks: [{type: log}, {type: " + typ + "}]}}\n"
 		paths[typ+" sink without options"] = "sources.s.sinks[1]"
 	}

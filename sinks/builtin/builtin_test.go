@@ -16,18 +16,20 @@ import (
 // (no package-level mutable state: two instances run in one process).
 func TestNewRegistryHoldsShippedSinksPerInstance(t *testing.T) {
 	a, b := NewRegistry(), NewRegistry()
-	if got := a.Types(); !reflect.DeepEqual(got, []string{"http", "kafka", "log", "rabbitmq", "sqs"}) {
+	if got := a.Types(); !reflect.DeepEqual(got, []string{"http", "kafka", "log", "nats", "rabbitmq", "redis", "sqs"}) {
 		t.Fatalf("Types = %v", got)
 	}
 	a.Register("extra", func(config.SinkSpec, sinks.Deps) (sinks.Sink, error) { return nil, errors.New("x") })
-	if got := b.Types(); !reflect.DeepEqual(got, []string{"http", "kafka", "log", "rabbitmq", "sqs"}) {
+	if got := b.Types(); !reflect.DeepEqual(got, []string{"http", "kafka", "log", "nats", "rabbitmq", "redis", "sqs"}) {
 		t.Fatalf("a Register leaked into another registry: %v", got)
 	}
 	deps := sinks.Deps{Instance: "n1", Log: zerolog.Nop()}
 	for _, spec := range []config.SinkSpec{{Type: "log"}, {Type: "http", Options: map[string]any{"url": "https://example.com/h"}},
 		// Building a broker sink does not reach its broker (check-config builds every sink).
 		{Type: "kafka", Options: map[string]any{"brokers": []any{"127.0.0.1:1"}, "topic": "hooks"}},
+		{Type: "nats", Options: map[string]any{"servers": []any{"127.0.0.1:1"}, "subject": "hooks"}},
 		{Type: "rabbitmq", Options: map[string]any{"url": "amqp://127.0.0.1:1/", "exchange": "hooks"}},
+		{Type: "redis", Options: map[string]any{"url": "redis://127.0.0.1:1", "channel": "hooks"}},
 		{Type: "sqs", Options: map[string]any{"queue_url": "https://sqs.eu-west-1.amazonaws.com/123456789012/hooks"}}} {
 		s, err := b.New(spec, deps)
 		if err != nil {
