@@ -19,15 +19,15 @@ import (
 	"github.com/ankusa-go/ankusa/test/poll"
 )
 
-// recorder is an HTTP sink's destination that keeps the sha256 of every hook body it
+// sumRecorder is an HTTP sink's destination that keeps the sha256 of every hook body it
 // confirmed, by hook id. It records before it answers, so every confirm it sent is here.
-type recorder struct {
+type sumRecorder struct {
 	mu   sync.Mutex
 	sums map[string][32]byte
 }
 
-func newRecorder(t testing.TB) (*recorder, *httptest.Server) {
-	r := &recorder{sums: map[string][32]byte{}}
+func newSumRecorder(t testing.TB) (*sumRecorder, *httptest.Server) {
+	r := &sumRecorder{sums: map[string][32]byte{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
@@ -43,7 +43,7 @@ func newRecorder(t testing.TB) (*recorder, *httptest.Server) {
 	return r, srv
 }
 
-func (r *recorder) sum(id string) ([32]byte, bool) {
+func (r *sumRecorder) sum(id string) ([32]byte, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.sums[id]
@@ -89,7 +89,7 @@ func TestWalNoneBootRefusesASourceWithoutDurableSink(t *testing.T) {
 // with SIGKILL in the middle of them, and every id answered 201 is at the HTTP sink with
 // its body byte for byte. A restart on the same data dir serves again.
 func TestKill9UnderWalNoneLosesNoAckedHook(t *testing.T) {
-	rec, srv := newRecorder(t)
+	rec, srv := newSumRecorder(t)
 	dataDir := t.TempDir()
 	n := startNodeRoles(t, "direct", dataDir, ingestOnly, directSources(srv.URL+"/hook"))
 	// Inventory E.9 row none, in one startup line: "every sink confirmed | no sink keeps it".
