@@ -1,5 +1,6 @@
 // Command ankusa runs an Ankusa node: `ankusa serve` starts the instance its config
-// names; check-config, print-config and version inspect it.
+// names; check-config, print-config and version inspect it; `archive get|list` read its
+// archive.
 package main
 
 import (
@@ -90,6 +91,7 @@ func runWith(args []string, stdout, stderr io.Writer, env func(string) (string, 
 			enc.SetIndent("", "  ")
 			return enc.Encode(cfg.Redacted())
 		}},
+		archiveCommand(stdout, env),
 		&cobra.Command{Use: "version", Short: "Print the version", Args: cobra.NoArgs, Run: func(*cobra.Command, []string) {
 			fmt.Fprintln(stdout, "ankusa", version)
 		}},
