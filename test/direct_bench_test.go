@@ -4,33 +4,38 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/test/load"
+	"github.com/ankusa-go/ankusa/test/services"
 )
 
 // directTarget is one destination BenchmarkLoopbackDirect publishes to under wal.type
 // none: start brings it up for the run (closed through b.Cleanup) and returns the sink
-// entry that points at it.
+// entry that points at it, or false when its service is down outside CI (under CI=true a
+// service that is down fails the benchmark).
 type directTarget struct {
 	name  string
-	start func(b *testing.B) config.SinkSpec
+	start func(b *testing.B) (config.SinkSpec, bool)
 }
 
 // directTargets are the destinations of BenchmarkLoopbackDirect, each measured against
 // disk mode in the same run. A sink type added to the builtin registry joins the
 // benchmark by adding its entry here.
 var directTargets = []directTarget{
-	{name: "http", start: func(b *testing.B) config.SinkSpec {
+	{name: "http", start: func(b *testing.B) (config.SinkSpec, bool) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(204) }))
 		b.Cleanup(srv.Close)
-		return config.SinkSpec{Type: "http", Options: map[string]any{"url": srv.URL + "/hook"}}
+		return config.SinkSpec{Type: "http", Options: map[string]any{"url": srv.URL + "/hook"}}, true
 	}},
-	{name: "kafka", start: func(b *testing.B) config.SinkSpec {
+	{name: "kafka", start: func(b *testing.B) (config.SinkSpec, bool) {
 		// Three brokers, so acks=all waits for in-sync replicas as it would in production.
 		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, "hooks"))
 		if err != nil {
@@ -41,13 +46,44 @@ var directTargets = []directTarget{
 		for _, a := range c.ListenAddrs() {
 			brokers = append(brokers, a)
 		}
-		return config.SinkSpec{Type: "kafka", Options: map[string]any{"brokers": brokers, "topic": "hooks"}}
+		return config.SinkSpec{Type: "kafka", Options: map[string]any{"brokers": brokers, "topic": "hooks"}}, true
+	}},
+	{name: "nats", start: func(b *testing.B) (config.SinkSpec, bool) {
+		// The machine's JetStream server, a stream of its own (file storage, as a deployment
+		// would keep hooks), deleted when the run ends.
+		nc, err := nats.Connect("nats://"+services.NATSAddr, nats.Timeout(2*time.Second))
+		if err != nil {
+			if services.CI() {
+				b.Fatalf("NATS is not reachable on %s: %v (CI=true: a benchmark whose service is down fails)", services.NATSAddr, err)
+			}
+			b.Logf("none/nats skipped: NATS is not reachable on %s: %v", services.NATSAddr, err)
+			return config.SinkSpec{}, false
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			b.Fatal(err)
+		}
+		u := strconv.FormatInt(time.Now().UnixNano(), 36)
+		name, subject := "ANKUSA_BENCH_"+u, "ankusa.bench."+u
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Storage: jetstream.FileStorage}); err != nil {
+			nc.Close()
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			_ = js.DeleteStream(context.Background(), name)
+			nc.Close()
+		})
+		return config.SinkSpec{Type: "nats", Options: map[string]any{"servers": []any{"nats://" + services.NATSAddr}, "subject": subject}}, true
 	}},
 }
 
 // BenchmarkLoopbackDirect is the direct-mode figure of `make bench`: 1 KB bodies from 64
 // connections against an instance under wal.type none whose source publishes to one sink
-// (an HTTP endpoint answering 204; a three-broker kfake cluster), and, in the same run,
+// (an HTTP endpoint answering 204; a three-broker kfake cluster; a stream on the machine's
+// NATS JetStream server), and, in the same run,
 // against disk mode (the same source, acked on the synced store commit). It reports each
 // side's acks/s and ack p50/p99 and the ratio direct/disk. The load runs once, whatever
 // b.N.
@@ -57,7 +93,7 @@ func BenchmarkLoopbackDirect(b *testing.B) {
 		if i > 0 {
 			break
 		}
-		httpSpec := directTargets[0].start(b)
+		httpSpec, _ := directTargets[0].start(b)
 		disk := measureMode(b, "bench-disk", config.WALDisk, httpSpec, opts)
 		b.Logf("disk          %s", disk)
 		b.ReportMetric(disk.AcceptedPerSec, "disk_acks/s")
@@ -65,7 +101,10 @@ func BenchmarkLoopbackDirect(b *testing.B) {
 		for _, tg := range directTargets {
 			spec := httpSpec
 			if tg.name != "http" {
-				spec = tg.start(b)
+				var ok bool
+				if spec, ok = tg.start(b); !ok {
+					continue
+				}
 			}
 			rep := measureMode(b, "bench-"+tg.name, config.WALNone, spec, opts)
 			ratio := rep.AcceptedPerSec / disk.AcceptedPerSec
