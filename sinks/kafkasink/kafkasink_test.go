@@ -377,3 +377,27 @@ func TestCloseFailsWaitingAttempts(t *testing.T) {
 		t.Fatalf("Deliver after Close = %v, want ErrClosed", err)
 	}
 }
+
+// idempotent: true turns franz-go's idempotent producer on (off by default): the sink still delivers, and an
+// attempt during a refusal still ends within produce_timeout_ms (the guard does not rely on the client
+// dropping the record, which an idempotent producer may not do once a request was sent).
+func TestIdempotentProducer(t *testing.T) {
+	c := newCluster(t)
+	s := newTestSink(t, c.ListenAddrs(), map[string]any{"idempotent": true, "produce_timeout_ms": 1000})
+	e := sinktest.Envelope([]byte("once"))
+	if err := deliver(s, e, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := newConsumer(t, c.ListenAddrs(), testTopic).records(e.IDText); len(got) != 1 {
+		t.Fatalf("%d records, want 1", len(got))
+	}
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: testTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+	defer h.Remove()
+	start := time.Now()
+	if err := deliver(s, sinktest.Envelope([]byte("refused")), 10*time.Second); err == nil {
+		t.Fatal("Deliver returned nil while every produce is refused")
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("the refused attempt took %s; produce_timeout_ms is 1000", el)
+	}
+}

@@ -25,5 +25,7 @@
 // closed (a publish to a missing exchange closes it), the connection otherwise, with a back-off from 100 ms
 // doubling up to retry_ms, ±20 % jitter. While it is not connected, Deliver fails at once with
 // not_connected, except that the first attempts wait for the first connection. max_inflight bounds the
-// attempts waiting for confirms; past it Deliver answers busy without publishing.
+// attempts waiting for confirms; past it Deliver answers busy without publishing. While the broker blocks
+// publishers (connection.blocked, a resource alarm) Deliver answers publish_failed without publishing: a
+// write to a blocked connection may not return before the attempt's deadline.
 package rabbitsink

@@ -342,3 +342,27 @@ func TestOversizeIsPermanent(t *testing.T) {
 		t.Fatal("an oversize hook was published")
 	}
 }
+
+// While the broker blocks publishers (a resource alarm: connection.blocked) a socket write may never return,
+// so Deliver refuses at once, publishing nothing, and delivers again once unblocked. The alarm is simulated:
+// raising a real one would stop every publisher of the machine's shared broker.
+func TestBlockedBrokerRefusesAtOnce(t *testing.T) {
+	b := newBroker(t)
+	s := b.sink(t, b.url, nil)
+	if err := deliver(s, sinktest.Envelope([]byte("warm")), attempt); err != nil {
+		t.Fatal(err)
+	}
+	reason := "low on memory"
+	s.blocked.Store(&reason)
+	e := sinktest.Envelope([]byte("blocked"))
+	if err := deliver(s, e, attempt); !errors.Is(err, ErrPublishFailed) || !strings.Contains(err.Error(), reason) {
+		t.Fatalf("Deliver while blocked = %v, want publish_failed naming the reason", err)
+	}
+	if len(b.deliveries(e.IDText)) != 0 {
+		t.Fatal("published while the broker blocks publishing")
+	}
+	s.blocked.Store(nil)
+	if err := deliver(s, e, attempt); err != nil {
+		t.Fatal(err)
+	}
+}

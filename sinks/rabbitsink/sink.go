@@ -61,6 +61,9 @@ type sink struct {
 	stopped chan struct{} // closed by Close
 	tasks   task.Group    // the connection loop and each session's returns goroutine
 
+	// blocked is the broker's reason while it blocks publishers on the current connection, else nil.
+	blocked atomic.Pointer[string]
+
 	mu      sync.Mutex
 	sess    *session // the open session; nil while not connected
 	lastErr error    // why the sink is not connected
@@ -105,7 +108,7 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 		return sinks.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: %w", ErrNotConnected, err)
+		return fmt.Errorf("rabbitsink: the attempt ended before publishing: %w", err)
 	}
 	if len(e.Body) > s.inlineMax && e.Claim == "" {
 		return sinks.Permanent(fmt.Errorf("%w: a body of %d bytes exceeds inline_max_bytes %d and was not checked in", ErrOversize, len(e.Body), s.inlineMax))
@@ -123,6 +126,9 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 	sess, err := s.session(ctx)
 	if err != nil {
 		return err
+	}
+	if reason := s.blocked.Load(); reason != nil {
+		return fmt.Errorf("%w: the broker blocks publishing (%s)", ErrPublishFailed, *reason)
 	}
 
 	id := e.Text()
@@ -247,6 +253,8 @@ func (s *sink) run(stop <-chan struct{}) {
 			})
 			if err != nil {
 				conn = nil
+			} else {
+				s.watchBlocked(conn)
 			}
 		}
 		var sess *session
@@ -298,6 +306,34 @@ func (s *sink) run(stop <-chan struct{}) {
 		}
 		backoff = min(2*backoff, s.retry)
 	}
+}
+
+// watchBlocked follows conn's connection.blocked notifications (a broker resource alarm) until conn closes.
+// While the broker blocks publishers a write to the socket may never return, so Deliver refuses to publish
+// instead of hanging past its deadline. Its own goroutine reads them: the library waits for a reader before
+// it reads the next frame of the connection.
+func (s *sink) watchBlocked(conn *amqp.Connection) {
+	s.blocked.Store(nil)
+	blockings := conn.NotifyBlocked(make(chan amqp.Blocking, 1))
+	s.tasks.Go(func(stop <-chan struct{}) {
+		for {
+			select {
+			case b, ok := <-blockings:
+				if !ok {
+					return
+				}
+				if b.Active {
+					reason := b.Reason
+					s.blocked.Store(&reason)
+					s.log.Warn().Str("reason", reason).Msg("rabbitmq broker blocks publishing")
+				} else {
+					s.blocked.Store(nil)
+				}
+			case <-stop:
+				return
+			}
+		}
+	})
 }
 
 // open opens a confirm-mode channel on conn with its returns goroutine.
