@@ -435,7 +435,7 @@ func TestMaxBodyBytesAliasWinsAndBothHoldTheEffectiveValue(t *testing.T) {
 // Design: "Under wal: :none ... Ankusa.Config.new/1 drops :dispatch and :storage from the effective list —
 // the admin API's GET /health reports what this node actually runs".
 func TestWalNoneDropsDispatchAndStorageFromEffectiveRoles(t *testing.T) {
-	c := mustParse(t, "node: {roles: [storage, edge, claim_check, dispatch]}", nil)
+	c := mustParse(t, "node: {roles: [storage, edge, claim_check, dispatch]}\nclaim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:read], tenants: ['*']}]}}", nil)
 	if got := c.EffectiveRoles(); !slices.Equal(got, []string{"claim_check", "dispatch", "edge", "storage"}) {
 		t.Fatalf("EffectiveRoles() = %v, want sorted", got)
 	}

@@ -239,6 +239,9 @@ func (c *Config) validateStorage(ps *problems) {
 			}
 		}
 	}
+	if len(cc.Auth.Tokens) == 0 && slices.Contains(c.Node.Roles, RoleClaimCheck) {
+		ps.add("claim_check.auth.tokens", "the claim_check role needs at least one reader token (scopes [claims:read], tenants)")
+	}
 	if cc.RetentionDays > 0 && c.ClaimBlobStore().Type != BlobLocal {
 		ps.add("claim_check.retention_days", "applies to a local store only; give the bucket a lifecycle rule on claims/")
 	}

@@ -29,6 +29,7 @@ func TestStorageKeysRefused(t *testing.T) {
 		{"claim store prefixed", "claim_check: {store: {type: local, root: /c, key_prefix: a/}}", "claim_check.store.key_prefix"},
 		{"claim store without root", "claim_check: {store: {type: local}}", "claim_check.store.root"},
 		{"backup store without root", "backup: {store: {type: local}}", "backup.store.root"},
+		{"claim role without tokens", "node: {roles: [edge, claim_check]}", "claim_check.auth.tokens"},
 		{"claim token short", "claim_check: {auth: {tokens: [{token: short, scopes: [claims:read], tenants: [t]}]}}", "claim_check.auth.tokens[0].token"},
 		{"claim token scope", "claim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:write], tenants: [t]}]}}", "claim_check.auth.tokens[0].scopes[0]"},
 		{"claim token no tenants", "claim_check: {auth: {tokens: [{token: 0123456789abcdef, scopes: [claims:read]}]}}", "claim_check.auth.tokens[0].tenants"},

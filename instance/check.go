@@ -15,9 +15,9 @@ import (
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 )
 
-// builtRoles are the roles this build runs (storage: the archive compactor); claim_check
-// would promise bodies offloaded that nothing offloads.
-var builtRoles = []string{config.RoleDispatch, config.RoleEdge, config.RoleStorage}
+// builtRoles are the roles this build runs (storage: the archive compactor; claim_check: the
+// claim gateway and its retention sweep, which only read and expire what check-ins wrote).
+var builtRoles = []string{config.RoleClaimCheck, config.RoleDispatch, config.RoleEdge, config.RoleStorage}
 
 // Check reports every part of cfg that this build cannot run, each with its key path: a
 // wal.type other than disk or none, a role nothing here builds, a sink type no sink package

@@ -66,6 +66,7 @@ type Instance struct {
 
 	db        atomic.Pointer[store.DB]
 	adminAddr atomic.Pointer[string]
+	claimAddr atomic.Pointer[string]
 
 	stopOnce sync.Once
 	stopErr  error
@@ -177,6 +178,14 @@ func (i *Instance) Start() error {
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
 		children = append(children, spec)
+	}
+	if cfg.HasRole(config.RoleClaimCheck) {
+		c, err := i.claimGatewayChild()
+		if err != nil {
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
+		children = append(children, c)
 	}
 	if cfg.Admin.Enabled {
 		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(newAdminProps(i)), Domain: "admin", Isolated: true})
@@ -358,6 +367,14 @@ func (i *Instance) IngestAddr() string {
 		return ""
 	}
 	return i.edge.Addr()
+}
+
+// ClaimCheckAddr is the claim gateway's bound address ("" before it listens or without the claim_check role).
+func (i *Instance) ClaimCheckAddr() string {
+	if p := i.claimAddr.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // AdminAddr is the admin listener's bound address.

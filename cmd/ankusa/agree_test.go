@@ -70,12 +70,12 @@ func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 	cases := map[string]string{
 		"wal.type dual":                      "wal: {type: dual}\n" + logSource,
 		"wal.type none with only a log sink": "wal: {type: none}\n" + logSource,
-		"role claim_check":                   "node: {roles: [edge, claim_check]}\n" + logSource,
+		"role claim_check without tokens":    "node: {roles: [edge, claim_check]}\n" + logSource,
 		"http sink without url":              "sources: {s: {sinks: [{type: http, timeout_ms: 100}]}}\n",
 		"sqs sink without queue_url":         "sources: {s: {sinks: [{type: sqs, region: eu-west-1}]}}\n",
 	}
 	paths := map[string]string{
-		"wal.type dual": "wal.type", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check": "node.roles[1]",
+		"wal.type dual": "wal.type", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check without tokens": "claim_check.auth.tokens",
 		"http sink without url": "sources.s.sinks[0]", "sqs sink without queue_url": "sources.s.sinks[0]",
 	}
 	built := builtin.NewRegistry().Types()
