@@ -3,6 +3,8 @@ package blob
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -88,11 +90,21 @@ func (s *S3) Put(ctx context.Context, key string, r io.Reader, size int64) error
 	if err != nil {
 		return fmt.Errorf("blob: cannot put %s in %s: %w", key, s, err)
 	}
+	// Content-MD5 makes the service refuse bytes that differ from those read here (BadDigest), whatever the
+	// transport and the SDK's own checksum settings.
+	h := md5.New()
+	if _, err := io.Copy(h, body); err != nil {
+		return fmt.Errorf("blob: cannot put %s in %s: read: %w", key, s, err)
+	}
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("blob: cannot put %s in %s: rewind: %w", key, s, err)
+	}
 	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(key),
 		Body:          body,
 		ContentLength: aws.Int64(size),
+		ContentMD5:    aws.String(base64.StdEncoding.EncodeToString(h.Sum(nil))),
 		ContentType:   aws.String("application/octet-stream"),
 	})
 	if err != nil {

@@ -1,10 +1,14 @@
 package blob_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -117,5 +121,45 @@ func TestS3AccessDeniedIsForbidden(t *testing.T) {
 	}
 	if err := s.Put(context.Background(), "k", strings.NewReader("x"), 1); !errors.Is(err, blob.ErrForbidden) {
 		t.Fatalf("Put against a 403 = %v, want ErrForbidden", err)
+	}
+}
+
+// TestS3CorruptedUploadIsRefused: Put sends Content-MD5, so bytes changed between the store and the service
+// are refused by the service (BadDigest) and Put fails, rather than storing what was not written. A proxy
+// flips one byte of every PutObject body.
+func TestS3CorruptedUploadIsRefused(t *testing.T) {
+	srv := s3fake.Start(t)
+	target, err := url.Parse(srv.Endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(target)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if len(b) > 0 {
+				b[len(b)/2] ^= 0x01
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	c := srv.S3()
+	c.Endpoint = proxy.URL
+	s := newS3(t, c)
+	data := blobtest.Random(t, 4096)
+	if err := s.Put(context.Background(), "k", bytes.NewReader(data), int64(len(data))); err == nil {
+		t.Fatal("Put of a body corrupted in transit returned nil")
+	}
+	if _, err := s.Get(context.Background(), "k"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("after a refused Put, Get = %v, want ErrNotFound", err)
+	}
+	if srv.Objects(t, "") != 0 {
+		t.Fatal("the corrupted object was stored")
 	}
 }
