@@ -89,7 +89,12 @@ type Health struct {
 	storeHealth  // the store's part (storehealth.go)
 	// sinks is the publisher whose sinks /ready watches (wal.type none); nil otherwise.
 	sinks atomic.Pointer[Publisher]
+	// backupFresh, when set (backup.require_fresh), reports whether the last backup is recent enough.
+	backupFresh atomic.Pointer[func(time.Time) bool]
 }
+
+// RequireFreshBackup makes /ready 503 backup_stale while fresh(now) is false.
+func (h *Health) RequireFreshBackup(fresh func(now time.Time) bool) { h.backupFresh.Store(&fresh) }
 
 // SetDraining flips /ready to 503 draining.
 func (h *Health) SetDraining() { h.draining.Store(true) }
@@ -114,6 +119,9 @@ func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
 	}
 	if p := h.sinks.Load(); p != nil && p.anyFailing(now) {
 		return false, "unavailable", "ok"
+	}
+	if f := h.backupFresh.Load(); f != nil && !(*f)(now) {
+		return false, "backup_stale", "ok"
 	}
 	return true, "ready", "ok"
 }

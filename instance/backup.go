@@ -49,6 +49,12 @@ func (i *Instance) prepareBackup() error {
 		return err
 	}
 	i.backupTargets = ts
+	i.tel.BackupEnabled()
+	if cfg.Backup.RequireFresh {
+		// Three intervals: one backup may fail or run long without taking the node out of rotation.
+		limit := 3 * time.Duration(cfg.Backup.IntervalMS) * time.Millisecond
+		i.health.RequireFreshBackup(func(now time.Time) bool { return i.tel.BackupAge(now) <= limit })
+	}
 	if cfg.BackupBlobStore().Type == config.BlobLocal {
 		i.log.Warn().Str("location", ts[0].Store.String()).
 			Msg("backup.store is a directory on this host: it does not survive losing this host")

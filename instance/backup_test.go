@@ -3,12 +3,17 @@ package instance_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -16,6 +21,7 @@ import (
 	"github.com/ankusa-go/ankusa/storage/backup"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // withBackup turns backups on to a local directory shared by the instances of a test, with an interval that
@@ -126,4 +132,51 @@ func closedPort(t *testing.T) int {
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
 	return port
+}
+
+// TestRequireFreshTurnsReadyOffWhileBackupsFail proves backup.require_fresh (docs/configuration.md: "/ready
+// answers 503 while the last successful backup is older than 3 intervals"): backups that cannot be written
+// take the node out of rotation, and the next backup that succeeds brings it back.
+func TestRequireFreshTurnsReadyOffWhileBackupsFail(t *testing.T) {
+	root := t.TempDir()
+	inst := start(t, "fresh", func(cfg *config.Config) {
+		withBackup(root)(cfg)
+		cfg.Backup.IntervalMS = 100
+		cfg.Backup.RequireFresh = true
+	})
+	ready := func() (int, string) {
+		resp, err := http.Get("http://" + inst.AdminAddr() + "/ready")
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	poll.True(t, 10*time.Second, "a backup taken", func() bool {
+		return testutil.ToFloat64(inst.Telemetry().Metrics.Backup.Runs.WithLabelValues("ok")) > 0
+	})
+	poll.True(t, 10*time.Second, "ready with a fresh backup", func() bool { c, _ := ready(); return c == http.StatusOK })
+
+	// LATEST becomes a non-empty directory: no run can read it or write it, so every run fails.
+	latest := filepath.Join(root, "backup", "LATEST")
+	if err := os.Remove(latest); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(latest, "in-the-way"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	poll.True(t, 10*time.Second, "503 backup_stale", func() bool {
+		c, body := ready()
+		return c == http.StatusServiceUnavailable && strings.Contains(body, "backup_stale")
+	})
+	poll.True(t, 10*time.Second, "ankusa_backup_failures_total counting", func() bool {
+		return testutil.ToFloat64(inst.Telemetry().Metrics.Backup.Failures) > 0
+	})
+
+	if err := os.RemoveAll(latest); err != nil {
+		t.Fatal(err)
+	}
+	// The runner backs off up to a few seconds after failures before it tries again.
+	poll.True(t, 30*time.Second, "ready again after a backup succeeded", func() bool { c, _ := ready(); return c == http.StatusOK })
 }

@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,10 @@ type BackupMetrics struct {
 	// last is when the newest backup the primary holds was taken (unix ns); until one is known, when the
 	// instance started, since nothing it took since is in any backup.
 	last atomic.Int64
+
+	reg     *prometheus.Registry
+	age     prometheus.GaugeFunc
+	ageOnce sync.Once
 }
 
 func newBackupMetrics(reg *prometheus.Registry, l prometheus.Labels) *BackupMetrics {
@@ -37,11 +42,19 @@ func newBackupMetrics(reg *prometheus.Registry, l prometheus.Labels) *BackupMetr
 			[]string{"target"}),
 	}
 	m.last.Store(time.Now().UnixNano())
-	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ankusa_backup_age_seconds",
+	m.age = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "ankusa_backup_age_seconds",
 		Help: "Seconds since the newest backup the primary holds was taken: the hooks a lost host would take with it.", ConstLabels: l},
 		func() float64 { return time.Since(time.Unix(0, m.last.Load())).Seconds() })
-	reg.MustRegister(m.Runs, m.Failures, m.VerifyFailed, age)
+	m.reg = reg
+	reg.MustRegister(m.Runs, m.Failures, m.VerifyFailed)
 	return m
+}
+
+// BackupEnabled exposes ankusa_backup_age_seconds. Only a node that takes backups has an age to report: on
+// one without, the series would grow forever and page for a backup nobody configured.
+func (t *Telemetry) BackupEnabled() {
+	m := t.Metrics.Backup
+	m.ageOnce.Do(func() { m.reg.MustRegister(m.age) })
 }
 
 // BackupRun is one backup attempt's outcome.
