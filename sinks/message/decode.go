@@ -58,8 +58,8 @@ func Decode(b []byte) (*Message, error) {
 			}
 			return ""
 		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
+		s, err := unquote(raw)
+		if err != nil {
 			errs = append(errs, fieldErr(key, errNotStr))
 			return ""
 		}
@@ -129,11 +129,20 @@ func Decode(b []byte) (*Message, error) {
 		}
 		return m, nil
 	}
-	var enc string
-	if err := json.Unmarshal(body, &enc); err != nil {
+	if len(body) < 2 || body[0] != '"' {
 		return nil, fieldErr("body_base64", errNotStr)
 	}
-	dec, err := base64.StdEncoding.Strict().DecodeString(enc)
+	enc := body[1 : len(body)-1]
+	if bytes.IndexByte(enc, '\\') >= 0 { // an escaped "/" is still base64; unescape the rare document that has one
+		s, err := unquote(body)
+		if err != nil {
+			return nil, fieldErr("body_base64", errNotStr)
+		}
+		enc = []byte(s)
+	}
+	dec := make([]byte, base64.StdEncoding.DecodedLen(len(enc)))
+	n, err := base64.StdEncoding.Strict().Decode(dec, enc)
+	dec = dec[:n]
 	if err != nil {
 		return nil, &DecodeError{Code: CodeInvalidBodyBase64, Field: "body_base64", Err: err}
 	}
@@ -167,51 +176,50 @@ func tenantOrDefault(t string) string {
 
 // topLevel splits a valid JSON object into its members, refusing a repeated key.
 func topLevel(b []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if _, err := dec.Token(); err != nil { // '{'
-		return nil, &DecodeError{Code: CodeInvalidJSON, Err: err}
-	}
 	fields := make(map[string]json.RawMessage, 20)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, &DecodeError{Code: CodeInvalidJSON, Err: err}
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, &DecodeError{Code: CodeInvalidJSON, Err: err}
-		}
+	err := members(b, func(key string, value []byte) error {
 		if _, dup := fields[key]; dup {
-			return nil, fieldErr(key, errDup)
+			return fieldErr(key, errDup)
 		}
-		fields[key] = raw
+		fields[key] = value
+		return nil
+	})
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			return nil, de
+		}
+		return nil, &DecodeError{Code: CodeInvalidJSON, Err: err}
 	}
 	return fields, nil
 }
 
 // decodeHeaders reads the headers object in document order.
 func decodeHeaders(raw json.RawMessage) ([]sinks.Header, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	if len(raw) == 0 || raw[0] != '{' {
 		return nil, fieldErr("headers", errHeaders)
 	}
 	var hs []sinks.Header
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fieldErr("headers", errHeaders)
+	err := members(raw, func(name string, value []byte) error {
+		if len(value) == 0 || value[0] != '"' {
+			return fieldErr("headers", errHeaders)
 		}
-		name, _ := tok.(string)
-		tok, err = dec.Token()
-		value, isString := tok.(string)
-		if err != nil || !isString {
-			return nil, fieldErr("headers", errHeaders)
+		v, err := unquote(value)
+		if err != nil {
+			return fieldErr("headers", errHeaders)
 		}
 		if seenBefore(hs, name) {
-			return nil, fieldErr("headers", errDup)
+			return fieldErr("headers", errDup)
 		}
-		hs = append(hs, sinks.Header{Name: name, Value: value})
+		hs = append(hs, sinks.Header{Name: name, Value: v})
+		return nil
+	})
+	if err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			return nil, de
+		}
+		return nil, fieldErr("headers", errHeaders)
 	}
 	return hs, nil
 }
