@@ -61,7 +61,8 @@ func (g *claimGateway) start() error {
 		return errors.Join(errors.New("claim_check: cannot listen on "+addr), err)
 	}
 	log := g.i.log.With().Str("component", "claim_check").Logger()
-	h := claimcheck.NewGateway(claimcheck.NewReader(g.store), claimcheck.NewAuth(cfg.ClaimCheck.Auth), log)
+	h := claimcheck.NewGateway(claimcheck.NewReader(g.store), claimcheck.NewAuth(cfg.ClaimCheck.Auth), log,
+		claimcheck.GatewayHooks{Redeemed: g.i.tel.ClaimRedeemed})
 	g.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
 	srv := g.srv
 	g.tasks = &task.Group{}
@@ -81,6 +82,7 @@ func (g *claimGateway) start() error {
 			defer t.Stop()
 			for {
 				n, err := claimcheck.Sweep(ctx, store, days, time.Now())
+				g.i.tel.ClaimSwept(n, err)
 				switch {
 				case err != nil && ctx.Err() == nil:
 					log.Warn().Err(err).Int("deleted", n).Msg("claim retention sweep failed")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,16 @@ func TestClaimCheckRoleServesClaims(t *testing.T) {
 	if code, _ := claimGet(t, url, ""); code != 401 {
 		t.Fatalf("GET without a token = %d, want 401", code)
 	}
+	// Each read is counted by result on the instance's registry (admin /metrics).
+	_, metrics := claimGet(t, "http://"+inst.AdminAddr()+"/metrics", "")
+	for _, want := range []string{
+		`ankusa_claim_check_redeems_total{instance="claims",result="ok"} 1`,
+		`ankusa_claim_check_redeems_total{instance="claims",result="unauthorized"} 1`,
+	} {
+		if !strings.Contains(string(metrics), want) {
+			t.Fatalf("/metrics lacks %s", want)
+		}
+	}
 	if err := inst.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -97,5 +108,9 @@ func TestClaimCheckRoleSweepsOldPartitions(t *testing.T) {
 	})
 	if _, err := r.Stat(context.Background(), "acme", fresh[0].ID.String()); err != nil {
 		t.Fatalf("today's pack: %v", err)
+	}
+	_, metrics := claimGet(t, "http://"+inst.AdminAddr()+"/metrics", "")
+	if !strings.Contains(string(metrics), `ankusa_claim_check_swept_packs_total{instance="claimsweep"} 1`) {
+		t.Fatal("/metrics does not count the swept pack")
 	}
 }

@@ -41,6 +41,8 @@ type Metrics struct {
 	Backup   *BackupMetrics
 	Trust    *TrustMetrics
 	Storage  *StorageMetrics
+	// ClaimCheck counts claim check-ins, gateway reads and retention sweeps.
+	ClaimCheck *ClaimCheckMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -109,6 +111,7 @@ func newMetrics(instance string) *Metrics {
 	m.Trust = newTrustMetrics(reg, l)
 	m.Storage = newStorageMetrics(reg, l)
 	m.Backup = newBackupMetrics(reg, l)
+	m.ClaimCheck = newClaimCheckMetrics(reg, l)
 	return m
 }
 

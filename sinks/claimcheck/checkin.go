@@ -27,6 +27,9 @@ type Options struct {
 	// PackMaxBytes is the target pack size (claim_check.pack_max_bytes): bodies are packed together up to it; a
 	// bigger body gets a pack of its own.
 	PackMaxBytes int64
+	// CheckedIn, when set, is called once per CheckIn or CheckInHook with its error (nil: every pack durable):
+	// the embedding process counts check-ins with it.
+	CheckedIn func(err error)
 	// Now and Entropy replace the clock and crypto/rand in tests.
 	Now     func() time.Time
 	Entropy io.Reader
@@ -34,15 +37,19 @@ type Options struct {
 
 // Checker checks bodies into packs. It is safe for concurrent use.
 type Checker struct {
-	store    blob.Store
-	maxBytes int64
-	now      func() time.Time
-	entropy  io.Reader
+	store     blob.Store
+	maxBytes  int64
+	now       func() time.Time
+	entropy   io.Reader
+	checkedIn func(error)
 }
 
 // NewChecker writes packs to store (the claim blob store: never prefixed).
 func NewChecker(store blob.Store, o Options) *Checker {
-	c := &Checker{store: store, maxBytes: o.PackMaxBytes, now: o.Now, entropy: o.Entropy}
+	c := &Checker{store: store, maxBytes: o.PackMaxBytes, now: o.Now, entropy: o.Entropy, checkedIn: o.CheckedIn}
+	if c.checkedIn == nil {
+		c.checkedIn = func(error) {}
+	}
 	if c.maxBytes <= 0 {
 		c.maxBytes = 16 << 20
 	}
@@ -58,11 +65,12 @@ func NewChecker(store blob.Store, o Options) *Checker {
 // CheckIn packs the bodies of one tenant, split at PackMaxBytes and MaxClaimsPerPack, writes every pack and
 // returns one claim per body, in order, once all packs are durable (invariant 1). On error no claim is
 // returned; packs already written stay, unreferenced, until the retention sweep.
-func (c *Checker) CheckIn(ctx context.Context, tenant string, bodies [][]byte) ([]Claim, error) {
+func (c *Checker) CheckIn(ctx context.Context, tenant string, bodies [][]byte) (claims []Claim, err error) {
+	defer func() { c.checkedIn(err) }()
 	if !message.ValidTenant(tenant) {
 		return nil, fmt.Errorf("claimcheck: cannot check in for tenant %q: %w", tenant, ErrInvalidClaim)
 	}
-	claims := make([]Claim, 0, len(bodies))
+	claims = make([]Claim, 0, len(bodies))
 	for start := 0; start < len(bodies); {
 		end, size := start, int64(0)
 		for end < len(bodies) && end-start < MaxClaimsPerPack {
@@ -90,7 +98,8 @@ func (c *Checker) CheckIn(ctx context.Context, tenant string, bodies [][]byte) (
 // CheckInHook checks in one hook's body outside dispatch as a one-claim pack whose id follows from the hook:
 // its receive time and a hash of its id. A retry writes the same pack under the same key and returns the
 // same claim (inventory D.5: idempotent retries).
-func (c *Checker) CheckInHook(ctx context.Context, tenant string, hookID [16]byte, receivedAt time.Time, body []byte) (Claim, error) {
+func (c *Checker) CheckInHook(ctx context.Context, tenant string, hookID [16]byte, receivedAt time.Time, body []byte) (_ Claim, err error) {
+	defer func() { c.checkedIn(err) }()
 	if !message.ValidTenant(tenant) {
 		return Claim{}, fmt.Errorf("claimcheck: cannot check in for tenant %q: %w", tenant, ErrInvalidClaim)
 	}

@@ -10,12 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -52,7 +54,7 @@ func localStore(t *testing.T) *blob.LocalFS {
 // gateway serves store on a loopback port and returns its base URL.
 func gateway(t *testing.T, store blob.Store) string {
 	t.Helper()
-	srv := httptest.NewServer(NewGateway(NewReader(store), NewAuth(testAuth), zerolog.Nop()))
+	srv := httptest.NewServer(NewGateway(NewReader(store), NewAuth(testAuth), zerolog.Nop(), GatewayHooks{}))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -226,7 +228,15 @@ func TestGatewayAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := gateway(t, store)
+	results := map[string]int{}
+	var mu sync.Mutex
+	srv := httptest.NewServer(NewGateway(NewReader(store), NewAuth(testAuth), zerolog.Nop(), GatewayHooks{Redeemed: func(r string) {
+		mu.Lock()
+		results[r]++
+		mu.Unlock()
+	}}))
+	defer srv.Close()
+	base := srv.URL
 	f := func(path, token string, want int) {
 		t.Helper()
 		resp, body := get(t, http.MethodGet, base+path, token)
@@ -260,8 +270,13 @@ func TestGatewayAuth(t *testing.T) {
 			t.Fatalf("Authorization %q = %d, want 401", h, resp.StatusCode)
 		}
 	}
+	mu.Lock()
+	if want := map[string]int{ResultOK: 2, ResultUnauthorized: 6, ResultForbidden: 1}; !maps.Equal(results, want) {
+		t.Errorf("Redeemed hook saw %v, want %v", results, want)
+	}
+	mu.Unlock()
 	// A token without claims:read (refused by config validation, but the gateway does not rely on it).
-	g := NewGateway(NewReader(store), NewAuth(config.ClaimAuth{Tokens: []config.ClaimToken{{Token: "no-scope-0123456789", Tenants: []string{"*"}}}}), zerolog.Nop())
+	g := NewGateway(NewReader(store), NewAuth(config.ClaimAuth{Tokens: []config.ClaimToken{{Token: "no-scope-0123456789", Tenants: []string{"*"}}}}), zerolog.Nop(), GatewayHooks{})
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, minePath, nil)
 	req.Header.Set("Authorization", "Bearer no-scope-0123456789")

@@ -68,17 +68,37 @@ func (a *Auth) check(r *http.Request, tenant string) (status, tokenIndex int) {
 	return 0, g.tokenIndex
 }
 
+// Results of a gateway read, as GatewayHooks.Redeemed reports them (ankusa_claim_check_redeems_total{result}).
+const (
+	ResultOK           = "ok"
+	ResultNotFound     = "not_found"
+	ResultInvalid      = "invalid"
+	ResultUnauthorized = "unauthorized"
+	ResultForbidden    = "forbidden"
+	ResultStoreError   = "store_error"
+)
+
+// GatewayHooks let the embedding process observe the gateway (metrics) without the gateway knowing of them.
+type GatewayHooks struct {
+	// Redeemed is called once per claim request with its Result* value.
+	Redeemed func(result string)
+}
+
 // Gateway is the read-only claim gateway: GET and HEAD /v1/claims/{tenant}/{claim_id}, and /health.
 type Gateway struct {
 	reader *Reader
 	auth   *Auth
 	log    zerolog.Logger
+	hooks  GatewayHooks
 	mux    *http.ServeMux
 }
 
 // NewGateway serves claims read by reader to requests auth admits.
-func NewGateway(reader *Reader, auth *Auth, log zerolog.Logger) *Gateway {
-	g := &Gateway{reader: reader, auth: auth, log: log, mux: http.NewServeMux()}
+func NewGateway(reader *Reader, auth *Auth, log zerolog.Logger, hooks GatewayHooks) *Gateway {
+	if hooks.Redeemed == nil {
+		hooks.Redeemed = func(string) {}
+	}
+	g := &Gateway{reader: reader, auth: auth, log: log, hooks: hooks, mux: http.NewServeMux()}
 	g.mux.HandleFunc("GET /v1/claims/{tenant}/{id}", g.claim) // GET patterns match HEAD too
 	g.mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { writeErr(w, http.StatusNotFound, "not_found") })
 	g.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
@@ -102,10 +122,12 @@ func (g *Gateway) claim(w http.ResponseWriter, r *http.Request) {
 	status, tokenIndex := g.auth.check(r, tenant)
 	switch status {
 	case http.StatusUnauthorized:
+		g.hooks.Redeemed(ResultUnauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="claims"`)
 		writeErr(w, status, "unauthorized")
 		return
 	case http.StatusForbidden:
+		g.hooks.Redeemed(ResultForbidden)
 		writeErr(w, status, "forbidden")
 		return
 	}
@@ -123,6 +145,7 @@ func (g *Gateway) claim(w http.ResponseWriter, r *http.Request) {
 		g.fail(w, r, tenant, id, tokenIndex, err)
 		return
 	}
+	g.hooks.Redeemed(ResultOK)
 	hd := w.Header()
 	hd.Set("Content-Type", "application/octet-stream")
 	hd.Set("Cache-Control", "private, max-age=31536000, immutable")
@@ -138,12 +161,15 @@ func (g *Gateway) claim(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) fail(w http.ResponseWriter, r *http.Request, tenant, id string, tokenIndex int, err error) {
 	switch {
 	case errors.Is(err, ErrInvalidClaim):
+		g.hooks.Redeemed(ResultInvalid)
 		writeErr(w, http.StatusBadRequest, "invalid_claim")
 		return
 	case errors.Is(err, ErrNotFound):
+		g.hooks.Redeemed(ResultNotFound)
 		writeErr(w, http.StatusNotFound, "not_found")
 		return
 	}
+	g.hooks.Redeemed(ResultStoreError)
 	code, retry := "store_unavailable", "1"
 	switch {
 	case errors.Is(err, blob.ErrForbidden):
