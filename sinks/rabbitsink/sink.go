@@ -40,7 +40,7 @@ func New(spec config.SinkSpec, deps sinks.Deps) (sinks.Sink, error) {
 	}
 	return &sink{
 		settings: st,
-		log:      deps.Log.With().Str("sink", Type).Str("url", st.target).Str("exchange", st.exchange).Logger(),
+		log:      deps.Log.With().Str("sink", Type).Str("url", st.target).Str("exchange", st.exchange).Str("exchange_type", st.exchangeType).Logger(),
 		meta:     message.Meta{Instance: deps.Instance},
 		inflight: make(chan struct{}, st.maxInflight),
 		ready:    make(chan struct{}),
