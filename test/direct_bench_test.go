@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -78,12 +79,45 @@ var directTargets = []directTarget{
 		})
 		return config.SinkSpec{Type: "nats", Options: map[string]any{"servers": []any{"nats://" + services.NATSAddr}, "subject": subject}}, true
 	}},
+	{name: "rabbitmq", start: func(b *testing.B) (config.SinkSpec, bool) {
+		// The machine's RabbitMQ, a durable exchange and queue of its own (persistent messages
+		// confirmed once queued durably), deleted when the run ends.
+		conn, err := amqp.Dial(services.RabbitMQURL)
+		if err != nil {
+			if services.CI() {
+				b.Fatalf("RabbitMQ is not reachable on %s: %v (CI=true: a benchmark whose service is down fails)", services.RabbitMQAddr, err)
+			}
+			b.Logf("none/rabbitmq skipped: RabbitMQ is not reachable on %s: %v", services.RabbitMQAddr, err)
+			return config.SinkSpec{}, false
+		}
+		ch, err := conn.Channel()
+		if err != nil {
+			_ = conn.Close()
+			b.Fatal(err)
+		}
+		name := "ankusa-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+		b.Cleanup(func() {
+			_, _ = ch.QueueDelete(name, false, false, false)
+			_ = ch.ExchangeDelete(name, false, false)
+			_ = conn.Close()
+		})
+		if err := ch.ExchangeDeclare(name, "topic", true, false, false, false, nil); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+			b.Fatal(err)
+		}
+		if err := ch.QueueBind(name, "ankusa.#", name, false, nil); err != nil {
+			b.Fatal(err)
+		}
+		return config.SinkSpec{Type: "rabbitmq", Options: map[string]any{"url": services.RabbitMQURL, "exchange": name}}, true
+	}},
 }
 
 // BenchmarkLoopbackDirect is the direct-mode figure of `make bench`: 1 KB bodies from 64
 // connections against an instance under wal.type none whose source publishes to one sink
 // (an HTTP endpoint answering 204; a three-broker kfake cluster; a stream on the machine's
-// NATS JetStream server), and, in the same run,
+// NATS JetStream server; a durable queue on the machine's RabbitMQ), and, in the same run,
 // against disk mode (the same source, acked on the synced store commit). It reports each
 // side's acks/s and ack p50/p99 and the ratio direct/disk. The load runs once, whatever
 // b.N.
