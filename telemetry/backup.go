@@ -14,6 +14,8 @@ const (
 	BackupPartial = "partial" // the primary took it, the secondary did not
 	BackupError   = "error"   // the primary did not take it
 	BackupForeign = "foreign_backup"
+	// BackupPrefixShared: another node running this same store moved LATEST (a restored copy beside its original).
+	BackupPrefixShared = "prefix_shared"
 )
 
 // BackupMetrics are the backup runner's collectors.
@@ -33,7 +35,7 @@ type BackupMetrics struct {
 func newBackupMetrics(reg *prometheus.Registry, l prometheus.Labels) *BackupMetrics {
 	m := &BackupMetrics{
 		Runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_backup_runs_total",
-			Help: "Backup runs, by result: ok, partial (the secondary missed it), error, foreign_backup.", ConstLabels: l},
+			Help: "Backup runs, by result: ok, partial (the secondary missed it), error, foreign_backup, prefix_shared.", ConstLabels: l},
 			[]string{"result"}),
 		Failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "ankusa_backup_failures_total",
 			Help: "Backup runs that did not reach every target.", ConstLabels: l}),

@@ -176,6 +176,8 @@ func (a *runner) finished(m runDone) {
 	switch {
 	case errors.Is(m.err, ErrForeignBackup):
 		run.Result = telemetry.BackupForeign
+	case errors.Is(m.err, ErrPrefixShared):
+		run.Result = telemetry.BackupPrefixShared
 	case m.err != nil:
 		run.Result = telemetry.BackupError
 	default:

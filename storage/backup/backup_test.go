@@ -333,3 +333,32 @@ func TestCrashMidRestoreRestoresAgain(t *testing.T) {
 		t.Fatalf("Restore over a damaged store without a marker = %v, %v; want nothing done", m, err)
 	}
 }
+
+// TestSecondWriterOfTheSameStoreIsRefused proves the prefix_shared rule (inventory E.6: "{:prefix_shared,
+// latest} if another writer of the same store moved LATEST"): once a runner has written LATEST, a LATEST it did
+// not write (a restored copy of the store backing up beside its original) stops it instead of interleaving.
+func TestSecondWriterOfTheSameStoreIsRefused(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t, filepath.Join(t.TempDir(), "store"))
+	commit(t, db, 10)
+	shared := newMem("shared")
+	original := newRunner(t, Target{Name: "primary", Store: shared})
+	if _, err := original.Run(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := original.Run(ctx, db); err != nil {
+		t.Fatalf("a runner's second run over its own LATEST: %v", err)
+	}
+	copyRunner := newRunner(t, Target{Name: "primary", Store: shared})
+	res, err := copyRunner.Run(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = original.Run(ctx, db)
+	if !errors.Is(err, ErrPrefixShared) || !strings.Contains(err.Error(), res.Manifest.ID) {
+		t.Fatalf("the original's run after another writer moved LATEST = %v, want prefix_shared naming %s", err, res.Manifest.ID)
+	}
+	if id, _ := readLatest(ctx, shared); id != res.Manifest.ID {
+		t.Fatalf("LATEST = %s after the refused run, want %s", id, res.Manifest.ID)
+	}
+}

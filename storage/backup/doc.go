@@ -10,8 +10,9 @@
 //     is a refusal (ErrRestoreFailed), and only "no backup anywhere" yields an empty store. The restored copy is
 //     assembled beside the store dir, CURRENT last, and renamed into place; a RESTORE-IN-PROGRESS marker makes a
 //     crash at any point restart the restore from scratch.
-//  4. A runner never writes under a prefix whose LATEST belongs to another store (ErrForeignBackup): it refuses,
-//     and the other store's backup stays as it was.
+//  4. A runner never writes under a prefix whose LATEST belongs to another store (ErrForeignBackup), or names a
+//     backup of this store that the runner did not write after it wrote one (ErrPrefixShared: a copy of the
+//     store runs elsewhere): it refuses, and what is there stays as it was.
 //  5. Purging keeps the backup.keep newest manifests and every shared file one of them lists; nothing LATEST
 //     names is ever deleted.
 //

@@ -8,6 +8,9 @@ import (
 var (
 	// ErrForeignBackup matches every *ForeignError: LATEST names another store's backup.
 	ErrForeignBackup = errors.New("backup: foreign_backup")
+	// ErrPrefixShared is a LATEST of this store that this runner did not write: another node runs with the same
+	// store (a restored copy while the original still runs) and backs up to the same place.
+	ErrPrefixShared = errors.New("backup: prefix_shared")
 	// ErrRestoreFailed matches every *RestoreError: the node must not start.
 	ErrRestoreFailed = errors.New("store_restore_failed")
 	// ErrNoBackup is a location that holds no LATEST.

@@ -63,6 +63,10 @@ type Runner struct {
 	// digests remembers the sha256 of shared files by name and size: they are immutable, so a table is read
 	// once for its digest, not once per run.
 	digests map[string]digest
+	// wrote holds, per target, the ids this runner last wrote as LATEST: the last confirmed and the last
+	// attempted (a put that failed may have landed). A LATEST of our store that is neither was moved by another
+	// writer of the same store.
+	wrote map[string][2]string
 }
 
 type digest struct {
@@ -78,7 +82,7 @@ func NewRunner(o Options) *Runner {
 	if o.Keep < 1 {
 		o.Keep = 1
 	}
-	return &Runner{o: o, digests: make(map[string]digest)}
+	return &Runner{o: o, digests: make(map[string]digest), wrote: make(map[string][2]string)}
 }
 
 // Run takes one backup of src and uploads it to every target. It refuses a target whose LATEST belongs to
@@ -160,6 +164,10 @@ func (r *Runner) checkOwner(ctx context.Context, t Target, ours string) error {
 	if head.StoreID != ours {
 		return &ForeignError{Target: t.Name, Theirs: head.StoreID, Ours: ours}
 	}
+	if w := r.wrote[t.Name]; w[0] != "" && id != w[0] && id != w[1] {
+		return fmt.Errorf("%w: %s (%s) LATEST is %s, this node last wrote %s: another node runs store %s and backs up here",
+			ErrPrefixShared, t.Name, t.Store, id, w[1], ours)
+	}
 	return nil
 }
 
@@ -224,9 +232,13 @@ func (r *Runner) upload(ctx context.Context, t Target, dir string, m *Manifest, 
 	if err := t.Store.Put(ctx, manifestKey(m.ID), bytes.NewReader(body), int64(len(body))); err != nil {
 		return sent, fmt.Errorf("cannot write the manifest: %w", err)
 	}
+	w := r.wrote[t.Name]
+	w[1] = m.ID
+	r.wrote[t.Name] = w
 	if err := t.Store.Put(ctx, latestKey, strings.NewReader(m.ID), int64(len(m.ID))); err != nil {
 		return sent, fmt.Errorf("cannot write LATEST: %w", err)
 	}
+	r.wrote[t.Name] = [2]string{m.ID, m.ID}
 	return sent + int64(len(body)+len(m.ID)), nil
 }
 
