@@ -20,6 +20,7 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/sinks/redissink"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -124,6 +125,7 @@ func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Sign
 		return err
 	}
 	log := telemetry.NewLogger(cfg.Log.Level, cfg.Log.Format, stderr)
+	redissink.BridgeClientLog(log)
 	for _, w := range cfg.Warnings {
 		log.Warn().Msg(w)
 	}

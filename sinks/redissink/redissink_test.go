@@ -3,6 +3,7 @@ package redissink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/message"
 	"github.com/ankusa-go/ankusa/sinks/sinktest"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"github.com/ankusa-go/ankusa/test/leak"
 	"github.com/ankusa-go/ankusa/test/services"
 )
@@ -280,5 +282,27 @@ func TestErrorsDoNotLeakThePassword(t *testing.T) {
 	}
 	if cl, _ := sinks.Classify(err); cl != sinks.Transient {
 		t.Fatalf("unreachable Redis: %s", cl)
+	}
+}
+
+// STYLE: zerolog structured logs. go-redis's own lines reach the instance's logger at debug level instead of
+// stderr, and carry no password.
+func TestBridgeClientLog(t *testing.T) {
+	var buf capture.Buffer
+	BridgeClientLog(zerolog.New(&buf).Level(zerolog.DebugLevel))
+	defer BridgeClientLog(zerolog.Nop())
+	s := newSink(t, map[string]any{"url": "redis://user:hunter2@127.0.0.1:1", "channel": "c", "publish_timeout_ms": 500})
+	defer s.Close()
+	if err := s.Deliver(context.Background(), sinktest.Envelope([]byte("x"))); err == nil {
+		t.Fatal("delivered to a closed port")
+	}
+	var found bool
+	for _, l := range buf.Lines(t) {
+		if l["component"] == "go-redis" && l["level"] == "debug" && strings.Contains(fmt.Sprint(l["message"]), "dial") {
+			found = true
+		}
+	}
+	if !found || strings.Contains(buf.String(), "hunter2") {
+		t.Fatalf("go-redis lines not bridged (or leaking the password): %s", buf.String())
 	}
 }
