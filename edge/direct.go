@@ -59,20 +59,36 @@ type directRoute struct {
 }
 
 // envelope is h as the route's sinks see it: its stored headers through the source's
-// forward policy. It shares h's body and header strings.
+// forward policy. It shares h's body, which publish outlives (invariant 2), but copies the
+// forwarded headers into memory of their own: a request's headers are views into its
+// pooled scratch, and an HTTP transport may still be writing a request's head when a
+// Deliver cut short by the deadline has returned.
 func (rt *directRoute) envelope(h *store.Hook) sinks.Envelope {
 	env := sinks.Envelope{
 		ID: h.ID, Source: h.Source, Tenant: h.Tenant, ReceivedAt: h.ReceivedAt, ContentType: h.ContentType,
 		Body: h.Body, DedupeKey: h.DedupeKey, Flagged: h.Flagged, Verification: h.Verification.String(), Attempt: 1,
 	}
 	env.IDText = env.Text()
-	if len(h.Headers) > 0 {
-		hs := make([]sinks.Header, len(h.Headers))
-		for i, x := range h.Headers {
-			hs[i] = sinks.Header{Name: x.Name, Value: x.Value}
-		}
-		env.Headers = rt.forward.Headers(hs)
+	if len(h.Headers) == 0 {
+		return env
 	}
+	hs := make([]sinks.Header, len(h.Headers))
+	for i, x := range h.Headers {
+		hs[i] = sinks.Header{Name: x.Name, Value: x.Value}
+	}
+	hs = rt.forward.Headers(hs) // a new slice; its strings still share h's memory
+	n := 0
+	for _, x := range hs {
+		n += len(x.Name) + len(x.Value)
+	}
+	buf := make([]byte, 0, n)
+	for i, x := range hs {
+		start := len(buf)
+		buf = append(buf, x.Name...)
+		buf = append(buf, x.Value...)
+		hs[i] = sinks.Header{Name: view(buf[start : start+len(x.Name)]), Value: view(buf[start+len(x.Name):])}
+	}
+	env.Headers = hs
 	return env
 }
 

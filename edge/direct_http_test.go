@@ -36,6 +36,8 @@ type destination struct {
 	mu       sync.Mutex
 	ids      []string
 	bodies   []string
+	events   []string // X-Github-Event, a forwarded provider header
+	auths    []string // Authorization, a credential that must not be forwarded
 	// answered is when it last answered a delivery 2xx (unix ns).
 	answered atomic.Int64
 }
@@ -50,6 +52,8 @@ func newDestination(t *testing.T, held bool) *destination {
 		d.mu.Lock()
 		d.ids = append(d.ids, r.Header.Get("X-Ankusa-Id"))
 		d.bodies = append(d.bodies, string(body))
+		d.events = append(d.events, r.Header.Get("X-Github-Event"))
+		d.auths = append(d.auths, r.Header.Get("Authorization"))
 		d.mu.Unlock()
 		d.calls.Add(1)
 		if d.hold != nil {
@@ -108,7 +112,9 @@ func TestDirectAckWaitsForEverySink(t *testing.T) {
 	inst := startDirect(t, 8000, nil, fast.sink(), slow.sink())
 
 	answer := make(chan reply, 1)
-	go func() { answer <- send(inst, "/webhooks/gh", []byte(`{"n":1}`)) }()
+	go func() {
+		answer <- send(inst, "/webhooks/gh", []byte(`{"n":1}`), "X-Github-Event", "push", "Authorization", "Bearer provider-token")
+	}()
 	poll.True(t, 10*time.Second, "both sinks received the hook", func() bool { return fast.calls.Load() == 1 && slow.calls.Load() == 1 })
 	select {
 	case r := <-answer:
@@ -126,6 +132,12 @@ func TestDirectAckWaitsForEverySink(t *testing.T) {
 		ids, bodies := d.received()
 		if len(ids) != 1 || ids[0] != r.body["id"] || bodies[0] != `{"n":1}` {
 			t.Fatalf("%s sink got ids %v bodies %q, want the 201's id %v and the body", name, ids, bodies, r.body["id"])
+		}
+		d.mu.Lock()
+		event, auth := d.events[0], d.auths[0]
+		d.mu.Unlock()
+		if event != "push" || auth != "" {
+			t.Fatalf("%s sink got X-Github-Event %q Authorization %q, want the provider header forwarded and the credential not", name, event, auth)
 		}
 	}
 	n := 0
