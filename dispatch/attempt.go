@@ -41,7 +41,17 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 
 	ctx, cancel := context.WithTimeout(context.Background(), d.set.AttemptTimeout)
 	start := d.now()
-	err = sinks.SafeDeliver(ctx, r.sink, &env)
+	err = nil
+	if lim, ok := r.sink.(sinks.InlineLimiter); ok && d.claim != nil && len(env.Body) > lim.InlineMaxBytes() {
+		// Inventory D.5: a body over the sink's inline limit travels by claim. A failed check-in is a
+		// transient failure of this attempt: the row is retried like any other.
+		if env.Claim, err = d.claim(ctx, &env); err != nil {
+			err = fmt.Errorf("claim check: %w", err)
+		}
+	}
+	if err == nil {
+		err = sinks.SafeDeliver(ctx, r.sink, &env)
+	}
 	timedOut := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
 	took := d.now().Sub(start)

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -94,7 +95,17 @@ type Dispatcher struct {
 	// row stays claimed, due again at the next start) and the running ones are waited for.
 	tasks   atomic.Pointer[task.Group]
 	laneSeq atomic.Uint64 // lane actor names
+	claim   ClaimFunc     // nil: no claim check
 }
+
+// ClaimFunc checks a hook's body in with the claim check and returns its claim ref. It is called before a
+// sink whose InlineMaxBytes the body exceeds, on every attempt; the same hook must get the same ref each time
+// (claimcheck.Checker.CheckInHook), so retries and the source's other sinks share one claim.
+type ClaimFunc func(ctx context.Context, e *sinks.Envelope) (ref string, err error)
+
+// SetClaimCheck installs the claim check; call it before the scheduler starts. Without one, a body over a
+// sink's inline limit reaches the sink unclaimed, and the sink refuses it as permanent.
+func (d *Dispatcher) SetClaimCheck(f ClaimFunc) { d.claim = f }
 
 // New builds the sinks of every configured source (a sink that cannot be built fails
 // here, at boot) and returns the dispatcher. db returns the open store.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ankusa-go/ankusa/dispatch"
+	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/claimcheck"
 	"github.com/ankusa-go/ankusa/storage/blob"
 	"github.com/ankusa-go/ankusa/supervision"
@@ -40,6 +42,25 @@ func (i *Instance) claimGatewayChild() (supervision.ChildSpec, error) {
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &claimGateway{i: i, store: store} })
 	return supervision.ChildSpec{Name: "claim-check", Props: i.withKill(props), Domain: "claim_check", Isolated: true}, nil
+}
+
+// claimFunc is dispatch's claim check: a body over a sink's inline limit is checked into the claim store as a
+// one-claim pack whose id follows from the hook (claimcheck.Checker.CheckInHook), so every retry and every
+// sink of the hook share one claim and only the first attempt writes.
+func (i *Instance) claimFunc() (dispatch.ClaimFunc, error) {
+	store, err := blob.Open(context.Background(), i.cfg.ClaimBlobStore())
+	if err != nil {
+		return nil, fmt.Errorf("claim_check.store: %w", err)
+	}
+	checker := claimcheck.NewChecker(store, claimcheck.Options{PackMaxBytes: i.cfg.ClaimCheck.PackMaxBytes, CheckedIn: i.tel.ClaimCheckedIn})
+	return func(ctx context.Context, e *sinks.Envelope) (string, error) {
+		tenant := e.Tenant
+		if tenant == "" {
+			tenant = sinks.DefaultTenant
+		}
+		c, err := checker.CheckInHook(ctx, tenant, e.ID, time.UnixMilli(e.ReceivedAt), e.Body)
+		return c.Ref, err
+	}, nil
 }
 
 func (g *claimGateway) Receive(ctx actor.Context) {

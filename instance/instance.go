@@ -163,6 +163,13 @@ func (i *Instance) Start() error {
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
 		i.disp = d
+		claim, err := i.claimFunc()
+		if err != nil {
+			d.Close()
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
+		d.SetClaimCheck(claim)
 		children = append(children, supervision.ChildSpec{
 			Name: dispatch.SubtreeName, Domain: "dispatch", Isolated: true,
 			Props: supervision.NewProps([]supervision.ChildSpec{

@@ -418,6 +418,22 @@ func TestCheckInHookIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The second check-in found the pack in place and did not write it again.
+	key := PackKey(tenant, a.ID)
+	before, err := os.Stat(filepath.Join(store.Root(), key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CheckInHook(context.Background(), tenant, hook, at, []byte("body")); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(filepath.Join(store.Root(), key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("a repeated check-in of the same hook rewrote its pack")
+	}
 	if a != b || a.ID == other.ID {
 		t.Fatalf("claims %s, %s (same hook), %s (other hook)", a.ID, b.ID, other.ID)
 	}
