@@ -218,6 +218,7 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 		}
 		if del {
 			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(nil, h.Seq))
+			wb.DeleteCF(index, AppendClaimKey(nil, h.Seq)) // the claim marker goes with its hook
 			deleted++
 		}
 		v := binary.BigEndian.AppendUint64(make([]byte, 0, archivedIDValueLen), e.FirstSeq)

@@ -20,6 +20,7 @@ import (
 //	             'f', ord:32, seq:64, sink:16 → size:32, due_at:64            (inflight: claimed)
 //	             'x', ord:32, dead_at:64, seq:64, sink:16 → size:32           (dead: the DLQ)
 //	             'a', seq:64 → size:32                                       (archive obligation)
+//	             'k', seq:64 → claim ref                                     (claim marker, claims.go)
 //	             'u', tenant, 0x00, len(source):16, source, key → expires_at:64, original_id:128 (dedupe key)
 //	             'e', expires_at:64, tenant, 0x00, len(source):16, source, key → empty      (dedupe expiry)
 //	archive CF   'S', first_seq:64 → segment row; 'I', id:128 → first_seq:64; 'R', first_seq:64, id:128 → empty
@@ -33,6 +34,8 @@ const (
 	IndexInflight byte = 'f'
 	IndexDead     byte = 'x'
 	IndexArchive  byte = 'a'
+	// IndexClaim prefixes the claim markers (claims.go).
+	IndexClaim byte = 'k'
 	// IndexDedupe and IndexDedupeExpiry prefix the dedupe index (dedupe.go).
 	IndexDedupe       byte = 'u'
 	IndexDedupeExpiry byte = 'e'
@@ -46,6 +49,7 @@ const (
 	InflightKeyLen = 1 + 4 + 8 + 2
 	DeadKeyLen     = DueKeyLen
 	ArchiveKeyLen  = 1 + 8
+	ClaimKeyLen    = 1 + 8
 	IndexValueLen  = 4
 	// InflightValueLen is the value of an inflight key: the size, then the due time it was claimed at.
 	InflightValueLen = 4 + 8

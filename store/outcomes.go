@@ -208,6 +208,7 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 		q.deleted[dk] = struct{}{}
 		if deleteHook {
 			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(db.okey[:0], c.Seq))
+			wb.DeleteCF(index, AppendClaimKey(db.okey[:0], c.Seq)) // the marker goes with its hook
 		}
 	case outcomeReschedule:
 		row := c.Row

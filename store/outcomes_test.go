@@ -49,12 +49,12 @@ func TestGroupCompletingEveryRowOfAHookDeletesItOnce(t *testing.T) {
 			t.Fatalf("Complete %d: %v", i, err)
 		}
 	}
-	// One batch: two inflight keys, two rows, the hook once, the tenant's counters once.
+	// One batch: two inflight keys, two rows, the hook and its claim marker once, the tenant's counters once.
 	db.cmu.Lock()
 	n := db.owb.Count()
 	db.cmu.Unlock()
-	if n != 6 {
-		t.Fatalf("the group's batch holds %d operations, want 6 (the hook deleted once, counters written once)", n)
+	if n != 7 {
+		t.Fatalf("the group's batch holds %d operations, want 7 (the hook and its marker deleted once, counters written once)", n)
 	}
 	if _, err := db.GetHook(first); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("hook after both rows completed in one group: %v", err)
