@@ -17,7 +17,9 @@ import (
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/message"
 	"github.com/ankusa-go/ankusa/sinks/sinktest"
+	"github.com/ankusa-go/ankusa/test/capture"
 	"github.com/ankusa-go/ankusa/test/leak"
+	"github.com/ankusa-go/ankusa/test/poll"
 	"github.com/ankusa-go/ankusa/test/services"
 )
 
@@ -330,5 +332,29 @@ func TestAuthOptionsConnect(t *testing.T) {
 			t.Fatalf("auth %v: %v", auth, err)
 		}
 		_ = s.Close()
+	}
+}
+
+// A cut connection is logged once as a warning (an outage an operator may need to see); a Close is not.
+func TestLogsOutagesNotStops(t *testing.T) {
+	st := newStream(t)
+	var buf capture.Buffer
+	p := sinktest.NewProxy(t, services.NATSAddr)
+	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{"servers": "nats://" + p.Addr(), "subject": st.subject}},
+		sinks.Deps{Instance: "n1", Log: zerolog.New(&buf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(t, s, sinktest.Envelope([]byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	lost := func() int { return strings.Count(buf.String(), "nats connection lost") }
+	p.Sever()
+	poll.True(t, 5*time.Second, "the cut is logged", func() bool { return lost() == 1 })
+	poll.True(t, 5*time.Second, "the restored connection is logged", func() bool { return strings.Contains(buf.String(), "nats connection restored") })
+	_ = s.Close()
+	time.Sleep(100 * time.Millisecond) // nats.go runs the handler asynchronously; give a wrong warning time to land
+	if n := lost(); n != 1 {
+		t.Fatalf("%d outage warnings after Close, want the one cut: %s", n, buf.String())
 	}
 }

@@ -98,7 +98,9 @@ func (s *sink) conn() (*nats.Conn, jetstream.JetStream, error) {
 		}),
 		nats.ReconnectBufSize(-1), // fail an attempt while disconnected rather than buffer it
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			s.log.Warn().Err(err).Msg("nats connection lost; reconnecting")
+			if !s.closed.Load() { // nats.go calls it on Close too: a stop is not an outage
+				s.log.Warn().Err(err).Msg("nats connection lost; reconnecting")
+			}
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) { s.log.Info().Msg("nats connection restored") }),
 	}
