@@ -5,6 +5,7 @@ BIN      := bin
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 BENCH_SECONDS ?= 5
+BENCH_BACKLOG ?= 100000
 
 .PHONY: prereq run build test test-short bench lint chaos soak clean
 
@@ -37,11 +38,13 @@ test: prereq
 test-short: prereq
 	$(GO) test -count=1 -short $(PKGS)
 
-# Loopback load against the server and the reference server in one run, plus the
-# in-process micro-benchmarks. Figures are printed, never asserted.
+# Loopback load against the server and the reference server in one run, the drain of a
+# stored backlog of BENCH_BACKLOG hooks to each broker sink (the services of the machine,
+# kfake, goaws), plus the in-process micro-benchmarks. Figures are printed, never asserted.
 bench: prereq
 	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) $(GO) test -run '^$$' -bench 'Loopback' -benchtime 1x -timeout 20m ./test/...
 	$(GO) test -run '^$$' -bench 'EndToEnd|QuarantineFlood' -benchtime 1x -timeout 20m ./test/...
+	ANKUSA_BENCH_BACKLOG=$(BENCH_BACKLOG) $(GO) test -run '^$$' -bench 'BacklogDrain' -benchtime 1x -timeout 60m ./test/...
 	$(GO) test -run '^$$' -bench 'TenantFairness' -benchtime 1x -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench 'SchedulerTick' -benchtime 300x -benchmem -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./edge/... ./verify/... ./store/...
