@@ -3,6 +3,7 @@ package natssink
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -356,5 +357,51 @@ func TestLogsOutagesNotStops(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // nats.go runs the handler asynchronously; give a wrong warning time to land
 	if n := lost(); n != 1 {
 		t.Fatalf("%d outage warnings after Close, want the one cut: %s", n, buf.String())
+	}
+}
+
+// Sink contract: "a cancelled ctx makes Deliver return promptly". A server that accepts and never answers
+// holds the first connect for its whole dial timeout; an attempt still gives up at its own deadline, and
+// Close waits for the connect to end.
+func TestFirstConnectDoesNotOutwaitTheAttempt(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan net.Conn, 64) // the first connect dials once; room to spare
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held <- c // never answered: no INFO
+		}
+	}()
+	s := newSink(t, map[string]any{"servers": "nats://" + ln.Addr().String(), "subject": "a", "publish_timeout_ms": 5000})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = s.Deliver(ctx, sinktest.Envelope([]byte("x")))
+	if took := time.Since(start); err == nil || took > 2*time.Second {
+		t.Fatalf("Deliver = %v after %s, want an error at the attempt's 300 ms deadline", err, took)
+	}
+	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrNotConnected) || cl != sinks.Transient {
+		t.Fatalf("Deliver while connecting = %v (%s), want transient ErrNotConnected", err, cl)
+	}
+	_ = ln.Close()
+	<-done
+	close(held)
+	for c := range held {
+		_ = c.Close() // the server goes away: the connect ends at once
+	}
+	closed := make(chan struct{})
+	go func() { _ = s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return after the connect ended")
 	}
 }

@@ -43,6 +43,7 @@ func New(spec config.SinkSpec, deps sinks.Deps) (sinks.Sink, error) {
 		s.name += " " + deps.Instance
 	}
 	s.bufs.New = func() any { return new([]byte) }
+	s.ready = make(chan struct{})
 	return s, nil
 }
 
@@ -53,7 +54,15 @@ type sink struct {
 	name string
 	bufs sync.Pool // *[]byte message buffers, reused across attempts
 
-	// mu guards nc and js, set once by the first attempt, and closed.
+	// The first attempt starts the connect in a goroutine of its own, so no attempt waits for it longer
+	// than its context allows (a server that accepts and never answers holds nats.Connect for its dial
+	// timeout); Close waits for that goroutine.
+	start   sync.Once
+	ready   chan struct{} // closed when the first connect returned; nc, js and connErr are then fixed
+	wg      sync.WaitGroup
+	connErr error
+
+	// mu orders the connect's outcome against Close.
 	mu     sync.Mutex
 	nc     *nats.Conn
 	js     jetstream.JetStream
@@ -63,7 +72,7 @@ type sink struct {
 func (s *sink) Durable() bool       { return true }
 func (s *sink) InlineMaxBytes() int { return s.inlineMax }
 
-// Close closes the connection; attempts in flight fail.
+// Close closes the connection and waits for a connect in progress; attempts in flight fail.
 func (s *sink) Close() error {
 	if !s.closed.CompareAndSwap(false, true) {
 		return nil
@@ -74,23 +83,42 @@ func (s *sink) Close() error {
 	if nc != nil {
 		nc.Close()
 	}
+	s.wg.Wait() // a connect still running closes its own connection once it sees closed
 	return nil
 }
 
-// conn returns the JetStream context, connecting on first use. With RetryOnFailedConnect a first dial
-// that fails still yields a connection that keeps redialling in the background.
-func (s *sink) conn() (*nats.Conn, jetstream.JetStream, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return nil, nil, sinks.ErrClosed
+// conn returns the JetStream context, starting the connect on first use and waiting for it at most until
+// ctx is done. With RetryOnFailedConnect a first dial that fails still yields a connection that keeps
+// redialling in the background, so a connect error is a configuration problem (an unreadable TLS file).
+func (s *sink) conn(ctx context.Context) (*nats.Conn, jetstream.JetStream, error) {
+	s.start.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed.Load() {
+			s.connErr = sinks.ErrClosed
+			close(s.ready)
+			return
+		}
+		s.wg.Add(1)
+		go s.connect()
+	})
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		return nil, nil, fmt.Errorf("%w to %s: still connecting: %w", ErrNotConnected, s.target, ctx.Err())
 	}
-	if s.nc != nil {
-		return s.nc, s.js, nil
+	if s.connErr != nil {
+		return nil, nil, s.connErr
 	}
+	return s.nc, s.js, nil
+}
+
+func (s *sink) connect() {
+	defer s.wg.Done()
+	defer close(s.ready)
 	opts := []nats.Option{
 		nats.Name(s.name),
-		nats.Timeout(min(s.timeout, 5*time.Second)), // the dial; a slow first dial must not eat many attempts
+		nats.Timeout(min(s.timeout, 5*time.Second)), // the dial and the wait for the server's INFO
 		nats.RetryOnFailedConnect(true),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(func(attempts int) time.Duration {
@@ -107,16 +135,24 @@ func (s *sink) conn() (*nats.Conn, jetstream.JetStream, error) {
 	opts = append(opts, s.auth...)
 	opts = append(opts, s.tls...)
 	nc, err := nats.Connect(strings.Join(s.servers, ","), opts...)
+	var js jetstream.JetStream
 	if err != nil {
-		return nil, nil, fmt.Errorf("natssink: cannot connect to %s: %w", s.target, err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
+		err = fmt.Errorf("natssink: cannot connect to %s: %w", s.target, err)
+	} else if js, err = jetstream.New(nc); err != nil {
 		nc.Close()
-		return nil, nil, fmt.Errorf("natssink: cannot use JetStream on %s: %w", s.target, err)
+		err = fmt.Errorf("natssink: cannot use JetStream on %s: %w", s.target, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && s.closed.Load() {
+		nc.Close()
+		err = sinks.ErrClosed
+	}
+	if err != nil {
+		s.connErr = err
+		return
 	}
 	s.nc, s.js = nc, js
-	return nc, js, nil
 }
 
 func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
@@ -129,7 +165,7 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 	if e.Claim == "" && len(e.Body) > s.inlineMax {
 		return sinks.Permanent(fmt.Errorf("%w (%d > %d bytes)", ErrInlineTooLarge, len(e.Body), s.inlineMax))
 	}
-	nc, js, err := s.conn()
+	nc, js, err := s.conn(ctx)
 	if err != nil {
 		return err
 	}
