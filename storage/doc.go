@@ -2,7 +2,7 @@
 // a blob store and catalogues them, fetch by hook id, archive retention and the walk over archived hooks that
 // replay reads.
 //
-// The invariant it owns: an archive obligation is cleared only in the synced batch that catalogues a segment
+// The invariant it owns: an archive obligation is cleared only after the synced batch that catalogues a segment
 // already durable in the blob store (segment, then index, then the node-day manifest), so every hook whose
 // obligation is gone can be fetched back byte for byte until retention deletes its segment.
 //

@@ -16,16 +16,20 @@ import (
 //	'S', first_seq:64           → segment row (SegmentEntry, versioned)
 //	'I', id:128                 → first_seq:64 offset:64 length:32: the segment holding the hook with this id
 //	                              and where its frame is in it (fetch by id is one catalogue read, one range read)
-//	'R', first_seq:64, id:128   → empty: the ids of one segment, so deleting its row deletes its 'I' keys
+//	'D', first_seq:64           → id:128 …: the ids of one segment, so deleting its row deletes its 'I' keys
+//	                              (those still pointing at it)
 //
-// A segment row, its 'I' and 'R' keys, the deletion of its hooks' archive obligations and of every hook the
-// obligation was the last to hold are one synced batch (CatalogueSegment): a crash leaves the obligations (and
-// the compactor writes the same segment again under the same keys) or the catalogued segment, never a cleared
-// obligation whose hook is in no catalogued segment.
+// Cataloguing a segment (CatalogueSegment) is two batches. The first, synced, writes the segment row and its
+// 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks' archive
+// obligations and every hook the obligation was the last thing holding, with m:archive_pending; it is not
+// synced (like dispatch outcomes, and the next synced commit carries it to disk), so it never holds an ingest
+// commit for an fsync of its own. A crash after the first leaves the obligations, and the compactor archives
+// those hooks again (the same keys when the same hooks); a crash that loses the second does the same. Never
+// is an obligation cleared whose hook is in no catalogued segment.
 const (
 	archiveSegment byte = 'S'
 	archiveID      byte = 'I'
-	archiveRev     byte = 'R'
+	archiveIDs     byte = 'D'
 )
 
 // SegmentEntry is one catalogued segment.
@@ -100,10 +104,9 @@ func appendArchivedIDKey(dst []byte, id [16]byte) []byte {
 	return append(dst, id[:]...)
 }
 
-func appendArchivedRevKey(dst []byte, first uint64, id [16]byte) []byte {
-	dst = append(dst, archiveRev)
-	dst = binary.BigEndian.AppendUint64(dst, first)
-	return append(dst, id[:]...)
+func appendArchivedIDsKey(dst []byte, first uint64) []byte {
+	dst = append(dst, archiveIDs)
+	return binary.BigEndian.AppendUint64(dst, first)
 }
 
 // Obligation is one archive obligation with the hook it holds.
@@ -127,6 +130,11 @@ func (db *DB) Obligations(after uint64, maxBytes, overhead int64, max int, dst [
 		it, done := db.boundedIter(cfIndex, lower, []byte{IndexArchive + 1})
 		defer done()
 		it.Seek(lower)
+		// The hooks are read with one iterator walking beside the obligations (both in seq order): a seek per
+		// hook would cost a point lookup each.
+		hit, hdone := db.boundedIter(cfHooks, AppendHookKey(nil, after+1), nil)
+		defer hdone()
+		hit.Seek(AppendHookKey(nil, after+1))
 		var total int64
 		start := len(dst)
 		for ; it.Valid(); it.Next() {
@@ -142,15 +150,31 @@ func (db *DB) Obligations(after uint64, maxBytes, overhead int64, max int, dst [
 			if err != nil {
 				return fmt.Errorf("archive obligation %d: %w", seq, err)
 			}
-			v, err := db.getCF(cfHooks, AppendHookKey(nil, seq))
-			if err != nil {
-				return err
+			var v []byte
+			for hit.Valid() {
+				hseq, err := ParseHookKey(hit.Key().Data())
+				if err != nil {
+					return err
+				}
+				if hseq >= seq {
+					if hseq == seq {
+						v = hit.Value().Data()
+					}
+					break
+				}
+				hit.Next()
+			}
+			if err := hit.Err(); err != nil {
+				return fmt.Errorf("cannot read the hooks of the archive obligations: %w", err)
 			}
 			if len(dst) > start && total+int64(len(v))+overhead > maxBytes {
 				more = true
 				break
 			}
 			total += int64(len(v)) + overhead
+			if v != nil {
+				v = bytes.Clone(v)
+			}
 			dst = append(dst, Obligation{Seq: seq, Size: size, Value: v})
 		}
 		if err := it.Err(); err != nil {
@@ -177,14 +201,30 @@ type FrameLocation struct {
 
 const archivedIDValueLen = 8 + 8 + 4
 
-// CatalogueSegment writes e's catalogue row (none when e is nil: every obligation was in missing) and the id
-// keys of hooks, deletes their archive obligations (and
-// those of missing, the obligations whose hook was gone) and deletes every hook whose obligation was the last
-// thing holding it (no delivery row left, dead rows included), all in one synced batch, and updates
-// m:archive_pending. An obligation already gone (a second call for the same segment) is skipped, so the call
-// is idempotent. It holds cmu, so a dispatch outcome deciding whether to delete the same hook sees the
-// obligation or its absence, never half of this batch.
+// CatalogueSegment catalogues segment e (none when e is nil: every obligation was in missing) with the id keys
+// of hooks, in one synced batch; then deletes the archive obligations of hooks and of missing (obligations
+// whose hook was gone) and every hook whose obligation was the last thing holding it (no delivery row left,
+// dead rows included), with m:archive_pending, in a second batch (see the comment at the top of the file). An
+// obligation already gone (a second call for the same segment) is skipped, so the call is idempotent. The
+// second batch is built and written under cmu, so a dispatch outcome deciding whether to delete the same hook
+// sees the obligation or its absence, never half of it. It returns how many hooks it deleted.
 func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []uint64) (deleted int, err error) {
+	if len(hooks) == 0 && len(missing) == 0 {
+		return 0, nil
+	}
+	lo, hi := ^uint64(0), uint64(0)
+	for _, h := range hooks {
+		lo, hi = min(lo, h.Seq), max(hi, h.Seq)
+	}
+	for _, m := range missing {
+		lo, hi = min(lo, m), max(hi, m)
+	}
+	if e != nil {
+		if err := db.putCatalogue(e, hooks); err != nil {
+			return 0, err
+		}
+	}
+
 	db.cmu.Lock()
 	defer db.cmu.Unlock()
 	db.closeMu.RLock()
@@ -192,51 +232,46 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 	if db.closed {
 		return 0, ErrClosed
 	}
+	// Which of the seqs still hold an obligation, and which have a delivery row: two range scans over
+	// [lo, hi] under cmu (so no outcome settles a row of these hooks meanwhile), not a point read per hook.
+	held, err := db.seqsWithKeysLocked(cfIndex, AppendArchiveKey(nil, lo), AppendArchiveKey(nil, hi+1), 1)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := db.seqsWithKeysLocked(cfDeliveries, AppendHookKey(nil, lo), AppendHookKey(nil, hi+1), 0)
+	if err != nil {
+		return 0, err
+	}
 	db.ed.reset()
 	wb := db.owb
 	wb.Clear()
-	index, archive := db.cfs[cfIndex], db.cfs[cfArchive]
-	clearObligation := func(seq uint64) (bool, error) {
-		ak := AppendArchiveKey(nil, seq)
-		held, err := db.existsCF(cfIndex, ak)
-		if err != nil || !held {
-			return false, err
+	index := db.cfs[cfIndex]
+	clearObligation := func(seq uint64) bool {
+		if _, ok := held[seq]; !ok {
+			return false
 		}
-		wb.DeleteCF(index, ak)
+		db.okey = AppendArchiveKey(db.okey[:0], seq)
+		wb.DeleteCF(index, db.okey)
 		db.ed.archive--
-		rows, err := db.anyDeliveryLocked(seq)
-		if err != nil {
-			return false, err
-		}
-		return !rows, nil
+		_, hasRows := rows[seq]
+		return !hasRows
 	}
 	for _, h := range hooks {
-		del, err := clearObligation(h.Seq)
-		if err != nil {
-			db.ed.reset()
-			return 0, err
-		}
-		if del {
-			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(nil, h.Seq))
+		if clearObligation(h.Seq) {
+			db.okey = AppendHookKey(db.okey[:0], h.Seq)
+			wb.DeleteCF(db.cfs[cfHooks], db.okey)
 			wb.DeleteCF(index, AppendClaimKey(nil, h.Seq)) // the claim marker goes with its hook
 			deleted++
 		}
-		v := binary.BigEndian.AppendUint64(make([]byte, 0, archivedIDValueLen), e.FirstSeq)
-		v = binary.BigEndian.AppendUint64(v, uint64(h.Offset))
-		wb.PutCF(archive, appendArchivedIDKey(nil, h.ID), binary.BigEndian.AppendUint32(v, h.Length))
-		wb.PutCF(archive, appendArchivedRevKey(nil, e.FirstSeq, h.ID), nil)
 	}
 	for _, seq := range missing {
-		if _, err := clearObligation(seq); err != nil {
-			db.ed.reset()
-			return 0, err
-		}
+		clearObligation(seq)
 	}
-	if e != nil {
-		wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
+	if db.ed.archive == 0 {
+		return 0, nil
 	}
 	db.putCountersLocked(wb)
-	if err := db.rdb.Write(db.wo, wb); err != nil {
+	if err := db.rdb.Write(db.woAsync, wb); err != nil {
 		db.ed.reset()
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
@@ -244,18 +279,51 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 	return deleted, nil
 }
 
-// anyDeliveryLocked tells whether hook seq has any delivery row (under cmu: it uses the writers' read options).
-func (db *DB) anyDeliveryLocked(seq uint64) (bool, error) {
-	db.wroUpper = AppendHookKey(db.wroUpper[:0], seq+1)
+// putCatalogue writes e's row, its ids and one 'I' key per hook in one synced batch.
+func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook) error {
+	return db.read(func() error {
+		wb := grocksdb.NewWriteBatch()
+		defer wb.Destroy()
+		archive := db.cfs[cfArchive]
+		ids := make([]byte, 0, 16*len(hooks))
+		key := make([]byte, 0, 1+16)
+		val := make([]byte, 0, archivedIDValueLen)
+		for _, h := range hooks {
+			val = binary.BigEndian.AppendUint64(val[:0], e.FirstSeq)
+			val = binary.BigEndian.AppendUint64(val, uint64(h.Offset))
+			val = binary.BigEndian.AppendUint32(val, h.Length)
+			key = appendArchivedIDKey(key[:0], h.ID)
+			wb.PutCF(archive, key, val)
+			ids = append(ids, h.ID[:]...)
+		}
+		wb.PutCF(archive, appendArchivedIDsKey(nil, e.FirstSeq), ids)
+		wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
+		if err := db.rdb.Write(db.wo, wb); err != nil {
+			return &WriteError{Class: classify(err), Err: err}
+		}
+		return nil
+	})
+}
+
+// seqsWithKeysLocked returns the seqs of the keys of cf in [lower, upper), each read as the 8 bytes after skip
+// bytes of prefix (under cmu, whose read options it uses).
+func (db *DB) seqsWithKeysLocked(cf int, lower, upper []byte, skip int) (map[uint64]struct{}, error) {
+	db.wroUpper = append(db.wroUpper[:0], upper...)
 	db.wro.SetIterateUpperBound(db.wroUpper)
-	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cfDeliveries])
+	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cf])
 	defer it.Close()
-	it.Seek(AppendHookKey(nil, seq))
-	found := it.Valid()
-	if err := it.Err(); err != nil {
-		return false, fmt.Errorf("cannot scan the delivery rows of hook %d: %w", seq, err)
+	seqs := make(map[uint64]struct{})
+	for it.Seek(lower); it.Valid(); it.Next() {
+		k := it.Key().Data()
+		if len(k) < skip+8 {
+			return nil, fmt.Errorf("%s key %x: %w", cfNames[cf], k, ErrBadKey)
+		}
+		seqs[binary.BigEndian.Uint64(k[skip:])] = struct{}{}
 	}
-	return found, nil
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("cannot scan %s: %w", cfNames[cf], err)
+	}
+	return seqs, nil
 }
 
 // ArchivedSegment returns the catalogue row of the segment holding the hook with id and where the hook's frame
@@ -336,20 +404,29 @@ func (db *DB) LastArchivedSeq() (uint64, error) {
 func (db *DB) DeleteSegment(first uint64) error {
 	return db.read(func() error {
 		archive := db.cfs[cfArchive]
-		prefix := append([]byte{archiveRev}, binary.BigEndian.AppendUint64(nil, first)...)
-		wb := grocksdb.NewWriteBatch()
-		defer wb.Destroy()
-		err := db.scan(cfArchive, prefix, func(k, _ []byte) error {
-			if len(k) != 1+8+16 {
-				return fmt.Errorf("archive id key %x: %w", k, ErrBadKey)
-			}
-			wb.DeleteCF(archive, appendArchivedIDKey(nil, [16]byte(k[9:])))
-			wb.DeleteCF(archive, bytes.Clone(k))
-			return nil
-		})
+		idsKey := appendArchivedIDsKey(nil, first)
+		ids, err := db.getCF(cfArchive, idsKey)
 		if err != nil {
 			return err
 		}
+		if len(ids)%16 != 0 {
+			return fmt.Errorf("ids of segment %d: %d bytes: %w", first, len(ids), ErrCorruptValue)
+		}
+		wb := grocksdb.NewWriteBatch()
+		defer wb.Destroy()
+		for i := 0; i < len(ids); i += 16 {
+			// A hook archived again later (its clearing batch was lost in a crash) points at the newer segment:
+			// its key stays.
+			k := appendArchivedIDKey(nil, [16]byte(ids[i:i+16]))
+			v, err := db.getCF(cfArchive, k)
+			if err != nil {
+				return err
+			}
+			if len(v) >= 8 && binary.BigEndian.Uint64(v) == first {
+				wb.DeleteCF(archive, k)
+			}
+		}
+		wb.DeleteCF(archive, idsKey)
 		wb.DeleteCF(archive, appendSegmentKey(nil, first))
 		if err := db.rdb.Write(db.wo, wb); err != nil {
 			return &WriteError{Class: classify(err), Err: err}

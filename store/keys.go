@@ -23,7 +23,7 @@ import (
 //	             'k', seq:64 → claim ref                                     (claim marker, claims.go)
 //	             'u', tenant, 0x00, len(source):16, source, key → expires_at:64, original_id:128 (dedupe key)
 //	             'e', expires_at:64, tenant, 0x00, len(source):16, source, key → empty      (dedupe expiry)
-//	archive CF   'S', first_seq:64 → segment row; 'I', id:128 → first_seq:64; 'R', first_seq:64, id:128 → empty
+//	archive CF   'S', first_seq:64 → segment row; 'I', id:128 → first_seq:64 offset:64 length:32; 'D', first_seq:64 → ids
 //	             (the segment catalogue, archive.go)
 //	quarantine   's', received_at:64, id:128 → summary (quarantine.go)
 //	             'b', received_at:64, id:128 → whole entry: method, path, reason, hook

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -26,15 +27,21 @@ func benchSeconds() time.Duration {
 // connections against an Ankusa instance, then, in the same run, against the reference
 // server (a fasthttp handler feeding one goroutine that syncs up to 1,024 hook and
 // delivery rows per RocksDB WriteBatch). It reports both sides' hooks/s and ack p50/p99
-// and their ratio. The load is run once, whatever b.N: it is a throughput run, not a
-// per-op measurement.
+// and their ratio. The instance runs the storage role beside the edge, with roll_ms at
+// one second so the compactor packs segments during the run (the bound: ingest
+// with the compactor running); dispatch is off, so the hooks stay in the store. The load
+// is run once, whatever b.N: it is a throughput run, not a per-op measurement.
 func BenchmarkLoopbackIngest(b *testing.B) {
 	opts := load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
 			break
 		}
-		inst := startInstance(b, "bench", func(c *config.Config) { c.Admin.Enabled = false }, nil)
+		inst := startInstance(b, "bench", func(c *config.Config) {
+			c.Admin.Enabled = false
+			c.Node.Roles = []string{config.RoleEdge, config.RoleStorage}
+			c.Storage.RollMS = 1000
+		}, nil)
 		ours, err := load.Measure(context.Background(), ingestURL(inst, "/webhooks/sample"), opts)
 		if err != nil {
 			b.Fatal(err)
@@ -42,6 +49,8 @@ func BenchmarkLoopbackIngest(b *testing.B) {
 		var m dto.Metric
 		_ = inst.Telemetry().Metrics.CommitBatchSize.Write(&m)
 		groups := m.GetHistogram().GetSampleCount()
+		sm := inst.Telemetry().Metrics.Storage
+		segments, archived := testutil.ToFloat64(sm.CompactSegments), testutil.ToFloat64(sm.CompactRecords)
 		if err := inst.Stop(); err != nil {
 			b.Fatal(err)
 		}
@@ -57,6 +66,7 @@ func BenchmarkLoopbackIngest(b *testing.B) {
 		}
 
 		b.Logf("ankusa    %s (group commits: %d, %.1f hooks each)", ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)))
+		b.Logf("compactor during the run: %.0f segments, %.0f hooks archived", segments, archived)
 		b.Logf("reference %s", theirs)
 		ratio := ours.AcceptedPerSec / theirs.AcceptedPerSec
 		b.Logf("ratio (ankusa/reference hooks/s) = %.3f", ratio)
