@@ -17,6 +17,10 @@
 // Retry-After, else Transient, as is everything else, a missing queue included (the sink never creates one:
 // the operator does, and the hook waits in the retry schedule meanwhile).
 //
+// A send whose answer is lost after SQS stored the message (a connection closed while the response is read,
+// which aws-sdk-go-v2 reports as "use of closed network connection") is Transient like any other: the retry
+// may store the hook twice, which consumers drop by ankusa_idempotency_key (FIFO queues by the dedupe id).
+//
 // The SDK's own retries are off: one Deliver is one SendMessage, and the retry schedule, back-off and
 // breaker stay in dispatch where they are counted. Credentials are the credentials option or the SDK's
 // default chain; neither is ever logged or put in an error.
