@@ -73,10 +73,12 @@ func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 		"role claim_check without tokens":    "node: {roles: [edge, claim_check]}\n" + logSource,
 		"http sink without url":              "sources: {s: {sinks: [{type: http, timeout_ms: 100}]}}\n",
 		"sqs sink without queue_url":         "sources: {s: {sinks: [{type: sqs, region: eu-west-1}]}}\n",
+		"google_pubsub sink without topic":   "sources: {s: {sinks: [{type: google_pubsub, project: p}]}}\n",
 	}
 	paths := map[string]string{
 		"wal.type dual": "wal.type", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check without tokens": "claim_check.auth.tokens",
 		"http sink without url": "sources.s.sinks[0]", "sqs sink without queue_url": "sources.s.sinks[0]",
+		"google_pubsub sink without topic": "sources.s.sinks[0]",
 	}
 	built := builtin.NewRegistry().Types()
 	for _, typ := range []string{"kafka", "rabbitmq", "nats", "redis", "sqs", "google_pubsub"} {

@@ -16,11 +16,11 @@ import (
 // (no package-level mutable state: two instances run in one process).
 func TestNewRegistryHoldsShippedSinksPerInstance(t *testing.T) {
 	a, b := NewRegistry(), NewRegistry()
-	if got := a.Types(); !reflect.DeepEqual(got, []string{"http", "kafka", "log", "nats", "rabbitmq", "redis", "sqs"}) {
+	if got := a.Types(); !reflect.DeepEqual(got, []string{"google_pubsub", "http", "kafka", "log", "nats", "rabbitmq", "redis", "sqs"}) {
 		t.Fatalf("Types = %v", got)
 	}
 	a.Register("extra", func(config.SinkSpec, sinks.Deps) (sinks.Sink, error) { return nil, errors.New("x") })
-	if got := b.Types(); !reflect.DeepEqual(got, []string{"http", "kafka", "log", "nats", "rabbitmq", "redis", "sqs"}) {
+	if got := b.Types(); !reflect.DeepEqual(got, []string{"google_pubsub", "http", "kafka", "log", "nats", "rabbitmq", "redis", "sqs"}) {
 		t.Fatalf("a Register leaked into another registry: %v", got)
 	}
 	deps := sinks.Deps{Instance: "n1", Log: zerolog.Nop()}

@@ -1,0 +1,311 @@
+package pubsubsink
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/pubsub/v2"
+	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
+	"cloud.google.com/go/pubsub/v2/pstest"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/sinks/message"
+	"github.com/ankusa-go/ankusa/sinks/sinktest"
+	"github.com/ankusa-go/ankusa/test/leak"
+)
+
+// The OpenCensus worker the client links in is ignored by test/leak itself.
+func TestMain(m *testing.M) { leak.VerifyTestMain(m) }
+
+const project = "ankusa-test"
+
+// fake is one pstest server with an admin client on it: topics and subscriptions are made here, never by
+// the sink.
+type fake struct {
+	srv    *pstest.Server
+	client *pubsub.Client
+}
+
+func newFake(t testing.TB, opts ...pstest.ServerReactorOption) *fake {
+	t.Helper()
+	srv := pstest.NewServer(opts...)
+	conn, err := grpc.NewClient(srv.Addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := pubsub.NewClient(context.Background(), project, option.WithGRPCConn(conn), option.WithTelemetryDisabled())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.Close()
+		_ = conn.Close()
+		_ = srv.Close()
+	})
+	return &fake{srv: srv, client: client}
+}
+
+// topic creates topic id and a subscription on it; it returns the topic's full name and the
+// subscription's.
+func (f *fake) topic(t testing.TB, id string) (string, string) {
+	t.Helper()
+	name := "projects/" + project + "/topics/" + id
+	if _, err := f.client.TopicAdminClient.CreateTopic(context.Background(), &pubsubpb.Topic{Name: name}); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+	sub := "projects/" + project + "/subscriptions/" + id + "-sub"
+	if _, err := f.client.SubscriptionAdminClient.CreateSubscription(context.Background(), &pubsubpb.Subscription{Name: sub, Topic: name}); err != nil {
+		t.Fatalf("create subscription: %v", err)
+	}
+	return name, sub
+}
+
+func (f *fake) sink(t testing.TB, opts map[string]any) sinks.Sink {
+	t.Helper()
+	opts["endpoint"] = f.srv.Addr
+	opts["auth"] = "none"
+	if _, ok := opts["project"]; !ok {
+		opts["project"] = project
+	}
+	s, err := New(config.SinkSpec{Type: Type, Options: opts}, sinks.Deps{Instance: "n1"})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func deliver(s sinks.Sink, e *sinks.Envelope) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return s.Deliver(ctx, e)
+}
+
+// target runs the conformance suite against pstest. Received reads what the server accepted (srv.Messages,
+// no streaming pull held open) and decodes each Message v1 once.
+type target struct {
+	f     *fake
+	topic string
+	seen  map[string]bool     // server message ids decoded
+	got   map[string][][]byte // hook id -> bodies
+}
+
+func (tg *target) New(t *testing.T) sinks.Sink {
+	// The suite sends bodies up to 256 KiB without a claim: inline_max_bytes is raised to let them through.
+	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
+		"topic": tg.topic, "endpoint": tg.f.srv.Addr, "auth": "none", "inline_max_bytes": 300_000,
+	}}, sinks.Deps{Instance: "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (tg *target) Received(t *testing.T, id string) ([][]byte, bool) {
+	for _, m := range tg.f.srv.Messages() {
+		if tg.seen[m.ID] {
+			continue
+		}
+		tg.seen[m.ID] = true
+		dec, err := message.Decode(m.Data)
+		if err != nil {
+			t.Fatalf("the topic holds a message that is not Message v1: %v", err)
+		}
+		tg.got[dec.ID] = append(tg.got[dec.ID], dec.Body())
+	}
+	b, ok := tg.got[id]
+	return b, ok
+}
+
+func (tg *target) Broken(t *testing.T) sinks.Sink {
+	// A topic nobody created: the sink never creates one, and the hook must be retried.
+	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
+		"project": project, "topic": "never-created", "endpoint": tg.f.srv.Addr, "auth": "none",
+	}}, sinks.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	f := newFake(t)
+	name, _ := f.topic(t, "conformance")
+	sinktest.Run(t, &target{f: f, topic: name, seen: make(map[string]bool), got: make(map[string][][]byte)})
+}
+
+// Inventory D.4: the queue sinks publish Message v1 with the broker attribute set; a subscriber decodes the
+// byte-exact body.
+func TestSubscriberReceivesMessageV1WithAttributes(t *testing.T) {
+	f := newFake(t)
+	_, sub := f.topic(t, "message")
+	s := f.sink(t, map[string]any{"topic": "message", "ordering_key": "acme-orders"})
+	body := sinktest.Binary(4096)
+	e := sinktest.Envelope(body)
+	e.ReplayID = "r1"
+	if err := deliver(s, e); err != nil {
+		t.Fatalf("Deliver = %v", err)
+	}
+
+	// A unary Pull, as a consumer batch job would: a streaming Receive leaves the client's keep-alive
+	// goroutine running for seconds after it returns.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := f.client.SubscriptionAdminClient.Pull(ctx, &pubsubpb.PullRequest{Subscription: sub, MaxMessages: 10})
+	if err != nil {
+		t.Fatalf("Pull: %v", err)
+	}
+	got := resp.GetReceivedMessages()
+	if len(got) != 1 {
+		t.Fatalf("subscriber got %d messages, want 1", len(got))
+	}
+	if err := f.client.SubscriptionAdminClient.Acknowledge(ctx, &pubsubpb.AcknowledgeRequest{Subscription: sub, AckIds: []string{got[0].GetAckId()}}); err != nil {
+		t.Fatalf("Acknowledge: %v", err)
+	}
+	m := got[0].GetMessage()
+	if want := message.Encode(nil, e, message.Meta{Instance: "n1"}); !bytes.Equal(m.Data, want) {
+		t.Fatalf("message data is not message.Encode of the envelope:\n got %.200s\nwant %.200s", m.Data, want)
+	}
+	dec, err := message.Decode(m.Data)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	if !bytes.Equal(dec.Body(), body) || dec.ID != e.IDText || dec.ReplayID != "r1" {
+		t.Fatalf("decoded id %s replay %q, body equal %v", dec.ID, dec.ReplayID, bytes.Equal(dec.Body(), body))
+	}
+	if m.OrderingKey != "acme-orders" {
+		t.Fatalf("ordering key %q, want acme-orders", m.OrderingKey)
+	}
+	want := message.Attributes(e)
+	if len(m.Attributes) != len(want) {
+		t.Fatalf("got %d attributes, want %d (%v)", len(m.Attributes), len(want), m.Attributes)
+	}
+	for _, a := range want {
+		if m.Attributes[a.Name] != a.Value {
+			t.Fatalf("attribute %s = %q, want %q", a.Name, m.Attributes[a.Name], a.Value)
+		}
+	}
+}
+
+// Inventory D.2 "Permanent failures: oversize"; the service's InvalidArgument is Permanent too.
+func TestOversizeIsPermanent(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "oversize")
+	s := f.sink(t, map[string]any{"topic": "oversize", "max_message_bytes": 2048})
+	err := deliver(s, sinktest.Envelope(sinktest.Binary(1600)))
+	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrTooLarge) || cl != sinks.PermanentClass {
+		t.Fatalf("a message over max_message_bytes: %v (%s), want permanent ErrTooLarge", err, cl)
+	}
+	if n := len(f.srv.Messages()); n != 0 {
+		t.Fatalf("the server holds %d messages, want none", n)
+	}
+	if err := deliver(s, sinktest.Envelope(sinktest.Binary(100))); err != nil {
+		t.Fatalf("a message under the limit: %v", err)
+	}
+}
+
+// sinks.InlineLimiter: a body over inline_max_bytes travels by claim; without one the sink refuses it.
+func TestBodyOverInlineMaxTravelsByClaim(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "claim")
+	s := f.sink(t, map[string]any{"topic": "claim", "inline_max_bytes": 1024})
+	if il, ok := s.(sinks.InlineLimiter); !ok || il.InlineMaxBytes() != 1024 {
+		t.Fatal("sink does not report inline_max_bytes 1024")
+	}
+	e := sinktest.Envelope(sinktest.Binary(2000))
+	err := deliver(s, e)
+	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrNeedsClaim) || cl != sinks.PermanentClass {
+		t.Fatalf("a body over inline_max_bytes without a claim: %v (%s), want permanent ErrNeedsClaim", err, cl)
+	}
+	e.Claim = message.ClaimRef("acme", "01JDZ3Q5B8W9V2X7K4M6N8P0R0")
+	if err := deliver(s, e); err != nil {
+		t.Fatalf("with a claim: %v", err)
+	}
+	msgs := f.srv.Messages()
+	if len(msgs) != 1 {
+		t.Fatalf("server holds %d messages, want 1", len(msgs))
+	}
+	m, err := message.Decode(msgs[0].Data)
+	if err != nil || m.Inline() || m.Claim != e.Claim || m.Size != 2000 {
+		t.Fatalf("claimed message: %+v, %v", m, err)
+	}
+}
+
+// Package doc: InvalidArgument is Permanent; NotFound (a missing topic), PermissionDenied and the like are
+// Transient.
+func TestServiceErrorClasses(t *testing.T) {
+	f := func(code codes.Code, want sinks.Class) {
+		t.Helper()
+		fk := newFake(t, pstest.WithErrorInjection("Publish", code, "injected"))
+		fk.topic(t, "errors")
+		s := fk.sink(t, map[string]any{"topic": "errors", "timeout_ms": 1500})
+		err := deliver(s, sinktest.Envelope([]byte("x")))
+		if cl, _ := sinks.Classify(err); err == nil || cl != want {
+			t.Fatalf("%s: %v classified %s, want %s", code, err, cl, want)
+		}
+	}
+	f(codes.InvalidArgument, sinks.PermanentClass)
+	f(codes.PermissionDenied, sinks.Transient)
+	f(codes.NotFound, sinks.Transient)
+}
+
+// The client is built on the first Deliver, so an unreachable destination or missing credentials cost an
+// attempt (Transient), never the sink's construction (check-config builds every sink).
+func TestNewDoesNotConnect(t *testing.T) {
+	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
+		"project": project, "topic": "t", "auth": "token", "token": "ya29.secret-token",
+	}}, sinks.Deps{})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_ = s.Close()
+	if err := s.Deliver(context.Background(), sinktest.Envelope([]byte("x"))); !errors.Is(err, sinks.ErrClosed) {
+		t.Fatalf("Deliver after Close = %v, want ErrClosed", err)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	f := func(opts map[string]any, want ...string) {
+		t.Helper()
+		_, err := New(config.SinkSpec{Type: Type, Options: opts}, sinks.Deps{})
+		if len(want) == 0 {
+			if err != nil {
+				t.Fatalf("%v: %v", opts, err)
+			}
+			return
+		}
+		if !errors.Is(err, sinks.ErrInvalidOption) {
+			t.Fatalf("%v: err = %v, want an option error", opts, err)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Fatalf("%v: %q does not say %q", opts, err, w)
+			}
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Fatalf("option error echoes a secret: %v", err)
+		}
+	}
+	f(map[string]any{}, "google_pubsub sink: topic: is required")
+	f(map[string]any{"topic": "t"}, "project: is required unless topic is projects/<project>/topics/<topic>")
+	f(map[string]any{"topic": "a/b"}, "topic: must be a topic id or projects/<project>/topics/<topic>")
+	f(map[string]any{"topic": "projects/p/topics/t", "project": "q"}, "project: differs")
+	f(map[string]any{"topic": "t", "project": "p", "auth": "token"}, "token: is required with auth: token")
+	f(map[string]any{"topic": "t", "project": "p", "token": "s3cr3t"}, "token: applies to auth: token only")
+	f(map[string]any{"topic": "t", "project": "p", "auth": "none"}, "endpoint: is required with auth: none")
+	f(map[string]any{"topic": "t", "project": "p", "auth": "basic"}, "auth: must be one of metadata|token|none")
+	f(map[string]any{"topic": "t", "project": "p", "endpoint": "http://x"}, "endpoint: must be host:port")
+	f(map[string]any{"topic": "t", "project": "p", "max_message_bytes": 20_000_000}, "max_message_bytes: must be in 1024..10000000")
+	f(map[string]any{"topic": "t", "project": "p", "subscription": "s"}, "subscription: unknown option")
+	f(map[string]any{"topic": "projects/p/topics/t"})
+	f(map[string]any{"topic": "t", "project": "p", "auth": "token", "token": "s3cr3t", "ordering_key": "k", "timeout_ms": 100})
+}
