@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/storage"
 	"github.com/ankusa-go/ankusa/storage/backup"
 	"github.com/ankusa-go/ankusa/storage/blob"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/supervision"
 )
 
@@ -64,8 +66,51 @@ func (i *Instance) prepareBackup() error {
 	if err != nil {
 		return err
 	}
-	if m != nil {
-		i.tel.BackupKnown(time.UnixMilli(m.CreatedAtMS))
+	if m == nil {
+		return nil
+	}
+	i.tel.BackupKnown(time.UnixMilli(m.CreatedAtMS))
+	if err := i.reconcileRestored(ctx, m); err != nil {
+		return &backup.RestoreError{Path: cfg.StoreDir(), Err: err}
+	}
+	// The store is in place and reconciled, and nothing has committed to it: from here a crash must not
+	// restore again.
+	return backup.Restored(cfg.StoreDir())
+}
+
+// reconcileRestored moves the restored store's m:next_seq past every seq this node archived (inventory E.5:
+// "Restore reconcile: m:next_seq moved past the highest archived seq"): the lost host may have archived hooks
+// acked after the backup, and a restored store that reused their seqs would write segments over theirs. The
+// window starts a day before the backup, since a segment is filed under its oldest hook's day.
+func (i *Instance) reconcileRestored(ctx context.Context, m *backup.Manifest) error {
+	cfg := i.cfg
+	if !cfg.HasRole(config.RoleStorage) || !storage.ValidNode(cfg.NodeID()) {
+		return nil
+	}
+	bs, err := blob.Open(ctx, cfg.StorageBlobStore())
+	if err != nil {
+		return fmt.Errorf("archive reconcile: cannot open the storage blob store: %w", err)
+	}
+	high, err := storage.HighestArchivedSeq(ctx, bs, cfg.NodeID(), m.CreatedAtMS-24*time.Hour.Milliseconds(), time.Now().UnixMilli())
+	if err != nil {
+		return fmt.Errorf("archive reconcile: %w", err)
+	}
+	db, err := store.Open(store.Options{Dir: cfg.StoreDir(), Log: i.log})
+	if err != nil {
+		return err
+	}
+	before := db.NextSeq()
+	err = db.AdvanceNextSeq(high + 1)
+	after := db.NextSeq()
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("archive reconcile: %w", err)
+	}
+	if after != before {
+		i.log.Warn().Uint64("next_seq", before).Uint64("advanced_to", after).Str("archive", bs.String()).
+			Msg("restored store: seqs the lost host archived after the backup are skipped, never reused")
 	}
 	return nil
 }

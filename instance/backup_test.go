@@ -1,6 +1,7 @@
 package instance_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/storage"
 	"github.com/ankusa-go/ankusa/storage/backup"
+	"github.com/ankusa-go/ankusa/storage/blob"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/fixture"
 	"github.com/ankusa-go/ankusa/test/poll"
@@ -179,4 +182,49 @@ func TestRequireFreshTurnsReadyOffWhileBackupsFail(t *testing.T) {
 	}
 	// The runner backs off up to a few seconds after failures before it tries again.
 	poll.True(t, 30*time.Second, "ready again after a backup succeeded", func() bool { c, _ := ready(); return c == http.StatusOK })
+}
+
+// TestRestoreSkipsSeqsArchivedAfterTheBackup proves the restore reconcile (inventory E.5: "Restore reconcile:
+// m:next_seq moved past the highest archived seq"): a segment the lost host archived after its last backup
+// keeps its seqs; the restored store commits above them.
+func TestRestoreSkipsSeqsArchivedAfterTheBackup(t *testing.T) {
+	backups, archive := t.TempDir(), t.TempDir()
+	cfg := func(c *config.Config) {
+		withBackup(backups)(c)
+		c.Node.Roles = []string{"edge", "storage"}
+		c.Node.ID = "node-a"
+		c.Storage.Root = archive
+	}
+	a := start(t, "rc", cfg)
+	for i := range 5 {
+		resp, err := http.Post("http://"+a.IngestAddr()+"/webhooks/sample", "application/json", strings.NewReader(fmt.Sprintf(`{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("post %d: %d", i, resp.StatusCode)
+		}
+	}
+	next := a.Store().NextSeq()
+	if err := a.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// What the lost host archived after its last backup: a segment above the backup's seqs.
+	seg, _ := storage.SegmentKeys("node-a", storage.Day(time.Now().UnixMilli()), next, next+99)
+	bs, err := blob.NewLocalFS(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bs.Put(context.Background(), seg, strings.NewReader("segment"), 7); err != nil {
+		t.Fatal(err)
+	}
+
+	b := start(t, "rc", cfg)
+	if got := b.Store().NextSeq(); got != next+100 {
+		t.Fatalf("restored next seq %d, want %d (past the archived segment %s)", got, next+100, seg)
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(b.Config().StoreDir()), backup.MarkerName)); !os.IsNotExist(err) {
+		t.Fatalf("restore marker left after a reconciled restore: %v", err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ankusa-go/ankusa/storage/backup"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -99,12 +98,6 @@ func (s *storeOwner) open() (*store.DB, error) {
 		DedupeMaxEntries: cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: cfg.Dedupe.MaxEntriesPerTenant,
 		DedupeMaxEntriesPerSource: cfg.Dedupe.MaxEntriesPerSource})
 	if err != nil {
-		return nil, err
-	}
-	// The store opened on what a restore wrote, if one ran: from now on it may take commits, which a restart
-	// must never discard by restoring again.
-	if err := backup.Restored(cfg.StoreDir()); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
 	s.i.log.Info().Str("dir", cfg.StoreDir()).Uint64("next_seq", db.NextSeq()).

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -53,4 +54,25 @@ func HoldsDatabase(dir string) (bool, error) {
 func isDatabaseFile(n string) bool {
 	return n == "CURRENT" || strings.HasPrefix(n, "MANIFEST-") || strings.HasSuffix(n, ".sst") ||
 		strings.HasSuffix(n, ".log") || strings.HasSuffix(n, ".blob")
+}
+
+// AdvanceNextSeq moves m:next_seq forward to next (never back), synced, so no later commit reuses a seq below
+// it. A store restored from a backup calls it with a seq past the highest its lost predecessor archived after
+// that backup: those seqs name hooks in archive segments the restored store never saw.
+func (db *DB) AdvanceNextSeq(next uint64) error {
+	db.commitMu.Lock()
+	defer db.commitMu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
+	if next <= db.nextSeq.Load() {
+		return nil
+	}
+	if err := db.rdb.PutCF(db.wo, db.cfs[cfDefault], []byte(metaNextSeq), binary.BigEndian.AppendUint64(nil, next)); err != nil {
+		return &WriteError{Class: classify(err), Err: err}
+	}
+	db.nextSeq.Store(next)
+	return nil
 }

@@ -90,3 +90,26 @@ func TestHoldsDatabase(t *testing.T) {
 		t.Fatalf("Checkpoint of a closed store: %v, want ErrClosed", err)
 	}
 }
+
+// TestAdvanceNextSeqOnlyMovesForward proves the restore reconcile's seq rule (inventory E.5: "Restore reconcile:
+// m:next_seq moved past the highest archived seq"): the next commit takes the advanced seq, across a reopen, and
+// a lower value changes nothing.
+func TestAdvanceNextSeqOnlyMovesForward(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "s")
+	db := openTest(t, dir, nil)
+	if _, err := db.CommitHooks([]*Record{makeRecord(t, "t1", 8, SinkBinding{Index: 0, Type: "http"})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AdvanceNextSeq(500); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AdvanceNextSeq(10); err != nil || db.NextSeq() != 500 {
+		t.Fatalf("AdvanceNextSeq(10) after 500: %v, next %d", err, db.NextSeq())
+	}
+	_ = db.Close()
+	db = openTest(t, dir, nil)
+	first, err := db.CommitHooks([]*Record{makeRecord(t, "t1", 8, SinkBinding{Index: 0, Type: "http"})})
+	if err != nil || first != 500 {
+		t.Fatalf("first seq after advancing to 500 and reopening: %d, %v", first, err)
+	}
+}

@@ -33,7 +33,8 @@ type RestoreOptions struct {
 // check, sends the restore to the next; the store starts empty only when every target answered that it holds
 // no backup.
 //
-// After the store opened on what Restore wrote, the caller calls Restored to drop the marker.
+// Once the restored copy is in place and reconciled, before anything commits to it, the caller calls Restored
+// to drop the marker.
 func Restore(ctx context.Context, opts RestoreOptions) (*Manifest, error) {
 	dir := opts.StoreDir
 	fail := func(err error) (*Manifest, error) { return nil, &RestoreError{Path: dir, Err: err} }
@@ -102,7 +103,7 @@ func Restore(ctx context.Context, opts RestoreOptions) (*Manifest, error) {
 	return nil, nil
 }
 
-// Restored drops the marker once the store opened on a restored copy; from then on the store may take
+// Restored drops the marker once the restored copy is in place and reconciled; from then on the store may take
 // commits, and a crash must never throw them away by restoring again.
 func Restored(storeDir string) error {
 	err := os.Remove(markerPath(storeDir))
