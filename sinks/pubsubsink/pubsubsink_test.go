@@ -309,3 +309,27 @@ func TestOptions(t *testing.T) {
 	f(map[string]any{"topic": "projects/p/topics/t"})
 	f(map[string]any{"topic": "t", "project": "p", "auth": "token", "token": "s3cr3t", "ordering_key": "k", "timeout_ms": 100})
 }
+
+// Options carry secrets (STYLE: "secrets are never logged or printed"): a failed attempt under auth token
+// names the topic, never the token. pstest speaks plaintext, so the TLS connection a token needs fails.
+func TestTokenNeverInErrors(t *testing.T) {
+	f := newFake(t)
+	f.topic(t, "secret")
+	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
+		"project": project, "topic": "secret", "endpoint": f.srv.Addr, "auth": "token", "token": "ya29.s3cr3t-token", "timeout_ms": 500,
+	}}, sinks.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = deliver(s, sinktest.Envelope([]byte("x")))
+	if cl, _ := sinks.Classify(err); err == nil || cl == sinks.PermanentClass {
+		t.Fatalf("TLS to a plaintext server: %v (%s), want a retried failure", err, cl)
+	}
+	if strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), "projects/"+project+"/topics/secret") {
+		t.Fatalf("error %q: must name the topic and never the token", err)
+	}
+	if n := len(f.srv.Messages()); n != 0 {
+		t.Fatalf("server holds %d messages", n)
+	}
+}
