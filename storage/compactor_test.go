@@ -408,3 +408,30 @@ func TestReplayWindow(t *testing.T) {
 		t.Fatalf("Replay with a segment gone = %+v, %v", st, err)
 	}
 }
+
+// A compactor that dies after its PUTs and before its catalogue batch leaves the obligations; the next
+// incarnation (nothing carried over) writes the same hooks under the same keys, so no second copy appears.
+func TestNewIncarnationRewritesTheSameKeys(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	bs := newLocal(t)
+	var recs []*store.Record
+	for i := range 25 {
+		recs = append(recs, hookAt(now(), body(i, 64)))
+	}
+	commit(t, db, recs...)
+	dying := newTestCompactor(t, func() *store.DB { return db }, &stageFail{Store: bs, failAt: 2}, nil)
+	if _, err := dying.Compact(context.Background()); err == nil {
+		t.Fatal("the manifest put did not fail")
+	}
+	before := keys(t, bs, ".seg")
+	compactAll(t, newTestCompactor(t, func() *store.DB { return db }, bs, nil))
+	after := keys(t, bs, ".seg")
+	if len(before) != 1 || len(after) != 1 || before[0] != after[0] {
+		t.Fatalf("segments before the restart %v, after %v: want the same one", before, after)
+	}
+	for _, r := range recs {
+		if _, err := Fetch(context.Background(), db, bs, r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
