@@ -41,16 +41,16 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 
 	ctx, cancel := context.WithTimeout(context.Background(), d.set.AttemptTimeout)
 	start := d.now()
-	err = nil
-	if lim, ok := r.sink.(sinks.InlineLimiter); ok && d.claim != nil && len(env.Body) > lim.InlineMaxBytes() {
-		// Inventory D.5: a body over the sink's inline limit travels by claim. A failed check-in is a
-		// transient failure of this attempt: the row is retried like any other.
-		if env.Claim, err = d.claim(ctx, &env); err != nil {
-			err = fmt.Errorf("claim check: %w", err)
-		}
+	var claimErr error
+	if d.needsClaim(hook.Source, r, len(hook.Body)) {
+		env.Claim, claimErr = d.claimRef(ctx, db, c.Seq, &env)
 	}
-	if err == nil {
+	if claimErr == nil {
 		err = sinks.SafeDeliver(ctx, r.sink, &env)
+	} else {
+		// Inventory D.5: a failed check-in fails the attempt; the row is retried like any other, never buried
+		// at once (its error carries no class, so Classify calls it transient).
+		err = claimErr
 	}
 	timedOut := err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
 	cancel()
@@ -64,6 +64,9 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 	default:
 		class, retryAfter := sinks.Classify(err)
 		reason := fmt.Sprintf("{sink, %s, %s}", r.typ, err.Error())
+		if claimErr != nil {
+			reason = fmt.Sprintf("{claim_check, %s, %s}", r.typ, claimErr.Error())
+		}
 		if timedOut {
 			reason = fmt.Sprintf("{sink, %s, {attempt_timeout, %d}}", r.typ, d.set.AttemptTimeout.Milliseconds())
 		}

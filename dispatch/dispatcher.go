@@ -1,7 +1,6 @@
 package dispatch
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -38,6 +37,8 @@ type Store interface {
 	PutReplayJob(j *store.ReplayJob) error
 	ReplayJobs() ([]store.ReplayJob, error)
 	ReplayDeadStep(j *store.ReplayJob, limit int, now int64) (int, error)
+	ClaimRef(seq uint64) (string, bool, error)
+	PutClaimRef(seq uint64, ref string) error
 }
 
 // Settings are dispatch's knobs, read from the config once.
@@ -86,6 +87,12 @@ type Dispatcher struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	routes map[string][]route // source id → its sinks, by index
+	// claimAt is each source's claim threshold (sinks.ClaimThreshold); a source without one never claims.
+	claimAt map[string]int
+	claim   sinks.ClaimCheckIn // nil: no claim check (claim.go)
+
+	claimMu  sync.Mutex // guards claiming (used from lane goroutines); a leaf
+	claiming map[uint64]*claimCall
 
 	mu   sync.Mutex // guards rand (used from lane goroutines)
 	rand *rand.Rand
@@ -95,24 +102,14 @@ type Dispatcher struct {
 	// row stays claimed, due again at the next start) and the running ones are waited for.
 	tasks   atomic.Pointer[task.Group]
 	laneSeq atomic.Uint64 // lane actor names
-	claim   ClaimFunc     // nil: no claim check
 }
-
-// ClaimFunc checks a hook's body in with the claim check and returns its claim ref. It is called before a
-// sink whose InlineMaxBytes the body exceeds, on every attempt; the same hook must get the same ref each time
-// (claimcheck.Checker.CheckInHook), so retries and the source's other sinks share one claim.
-type ClaimFunc func(ctx context.Context, e *sinks.Envelope) (ref string, err error)
-
-// SetClaimCheck installs the claim check; call it before the scheduler starts. Without one, a body over a
-// sink's inline limit reaches the sink unclaimed, and the sink refuses it as permanent.
-func (d *Dispatcher) SetClaimCheck(f ClaimFunc) { d.claim = f }
 
 // New builds the sinks of every configured source (a sink that cannot be built fails
 // here, at boot) and returns the dispatcher. db returns the open store.
 func New(cfg *config.Config, db func() Store, reg *sinks.Registry, tel *telemetry.Telemetry) (*Dispatcher, error) {
 	d := &Dispatcher{
 		set: SettingsFrom(cfg), db: db, tel: tel, log: tel.Log.With().Str("component", "dispatch").Logger(),
-		now: time.Now, routes: map[string][]route{}, rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		now: time.Now, routes: map[string][]route{}, claimAt: map[string]int{}, claiming: map[uint64]*claimCall{}, rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	deps := sinks.Deps{Instance: cfg.Instance, Log: tel.Log}
 	for id, src := range cfg.Sources {
@@ -124,6 +121,13 @@ func New(cfg *config.Config, db func() Store, reg *sinks.Registry, tel *telemetr
 				return nil, fmt.Errorf("dispatch: source %s sink %d: %w", id, i, err)
 			}
 			d.routes[id] = append(d.routes[id], route{sink: s, typ: spec.Type, ordered: spec.Ordered, forward: sinks.Forward{Allow: src.ForwardHeaders, Proxy: src.ForwardProxyHeaders}, policy: policy})
+		}
+		ss := make([]sinks.Sink, len(d.routes[id]))
+		for i, r := range d.routes[id] {
+			ss[i] = r.sink
+		}
+		if limit, ok := sinks.ClaimThreshold(ss); ok {
+			d.claimAt[id] = limit
 		}
 	}
 	return d, nil

@@ -48,14 +48,21 @@ type Publisher struct {
 	tel     *telemetry.Telemetry
 	log     zerolog.Logger
 	helpers chan struct{} // one token per running helper
-	tasks   task.Group
-	closed  sync.Once
+	claim   sinks.ClaimCheckIn
+	// claimFailedAt is when a check-in last failed (unix ns): its warning is logged once per window.
+	claimFailedAt atomic.Int64
+	tasks         task.Group
+	closed        sync.Once
 }
 
 // directRoute is one source's sinks and the forward policy they share.
 type directRoute struct {
 	forward sinks.Forward
 	sinks   []*directSink
+	// claimAt is the smallest inline_max_bytes of the sinks (sinks.ClaimThreshold); claims is false when no sink
+	// has one and the route never checks a body in.
+	claimAt int
+	claims  bool
 }
 
 // envelope is h as the route's sinks see it: its stored headers through the source's
@@ -146,6 +153,11 @@ func NewPublisher(cfg *config.Config, reg *sinks.Registry, tel *telemetry.Teleme
 			rt.sinks = append(rt.sinks, ds)
 			p.all = append(p.all, ds)
 		}
+		ss := make([]sinks.Sink, len(rt.sinks))
+		for i, ds := range rt.sinks {
+			ss[i] = ds.sink
+		}
+		rt.claimAt, rt.claims = sinks.ClaimThreshold(ss)
 		p.routes[id] = rt
 	}
 	return p, nil
@@ -219,6 +231,14 @@ var (
 	refusePublishTimeout = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1, Detail: refusalDetail{"reason", `"publish_timeout"`}}
 )
 
+// refuseClaimCheckIn answers a request whose body could not be checked in: no sink was asked, and the provider's
+// retry checks it in again under the same pack id.
+var refuseClaimCheckIn = &RefusedError{Status: 503, Reason: "store_unavailable", RetryAfter: 1, Detail: refusalDetail{"reason", `"claim_check_failed"`}}
+
+// SetClaimCheck installs the claim check-in; call it before the listener starts. Without one, a body over a
+// sink's inline limit reaches the sink unclaimed and the sink refuses it.
+func (p *Publisher) SetClaimCheck(fn sinks.ClaimCheckIn) { p.claim = fn }
+
 // errNoRoute: a source the publisher built no sinks for; static sources always have them.
 var errNoRoute = errors.New("edge: source has no sinks to publish to")
 
@@ -227,6 +247,21 @@ var errNoRoute = errors.New("edge: source has no sinks to publish to")
 func (p *Publisher) publish(rt *directRoute, env *sinks.Envelope) error {
 	ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
 	defer cancel()
+	if rt.claims && p.claim != nil && env.Claim == "" && len(env.Body) > rt.claimAt {
+		// Inventory D.5: outside dispatch a one-claim pack whose id follows from the hook, checked in before any
+		// sink runs and under the same deadline. The queue sinks carry the ref; the others ignore it.
+		ref, err := p.claim(ctx, env)
+		if err != nil {
+			// One warning per window, not one per request; ankusa_claim_check_failures_total counts them all.
+			now := time.Now().UnixNano()
+			if prev := p.claimFailedAt.Swap(now); prev == 0 || now-prev >= int64(p.window) {
+				p.log.Warn().Err(err).Str("source_id", env.Source).Int("bytes", len(env.Body)).
+					Msg("cannot check a body in: such hooks are answered 503")
+			}
+			return refuseClaimCheckIn
+		}
+		env.Claim = ref
+	}
 	n := len(rt.sinks)
 	if n == 1 {
 		return verdict(p.deliver(ctx, rt.sinks[0], env))

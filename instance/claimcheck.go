@@ -11,7 +11,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/claimcheck"
 	"github.com/ankusa-go/ankusa/storage/blob"
@@ -34,23 +33,37 @@ type claimGateway struct {
 // claimShutdownTimeout bounds how long a stopping gateway waits for the reads it serves.
 const claimShutdownTimeout = 5 * time.Second
 
-// claimGatewayChild opens the claim blob store (unprefixed) once; each incarnation of the actor serves it.
+// claimBlob is the claim blob store (claim_check.store, else the storage blob store unprefixed), opened once
+// per instance and shared by the gateway, dispatch's check-ins and the direct publisher's.
+func (i *Instance) claimBlob() (blob.Store, error) {
+	if i.claimStore == nil {
+		store, err := blob.Open(context.Background(), i.cfg.ClaimBlobStore())
+		if err != nil {
+			return nil, fmt.Errorf("claim_check.store: %w", err)
+		}
+		i.claimStore = store
+	}
+	return i.claimStore, nil
+}
+
+// claimGatewayChild serves the claim blob store; each incarnation of the actor serves the same one.
 func (i *Instance) claimGatewayChild() (supervision.ChildSpec, error) {
-	store, err := blob.Open(context.Background(), i.cfg.ClaimBlobStore())
+	store, err := i.claimBlob()
 	if err != nil {
-		return supervision.ChildSpec{}, fmt.Errorf("claim_check.store: %w", err)
+		return supervision.ChildSpec{}, err
 	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &claimGateway{i: i, store: store} })
 	return supervision.ChildSpec{Name: "claim-check", Props: i.withKill(props), Domain: "claim_check", Isolated: true}, nil
 }
 
-// claimFunc is dispatch's claim check: a body over a sink's inline limit is checked into the claim store as a
-// one-claim pack whose id follows from the hook (claimcheck.Checker.CheckInHook), so every retry and every
-// sink of the hook share one claim and only the first attempt writes.
-func (i *Instance) claimFunc() (dispatch.ClaimFunc, error) {
-	store, err := blob.Open(context.Background(), i.cfg.ClaimBlobStore())
+// claimFunc is the claim check-in of dispatch and of the direct publisher: a body over the source's inline limit
+// is checked into the claim store as a one-claim pack whose id follows from the hook
+// (claimcheck.Checker.CheckInHook), so a check-in repeated after a crash rewrites the same pack and yields the
+// same ref. Dispatch records the ref (the store's claim marker) so it checks each hook in once.
+func (i *Instance) claimFunc() (sinks.ClaimCheckIn, error) {
+	store, err := i.claimBlob()
 	if err != nil {
-		return nil, fmt.Errorf("claim_check.store: %w", err)
+		return nil, err
 	}
 	checker := claimcheck.NewChecker(store, claimcheck.Options{PackMaxBytes: i.cfg.ClaimCheck.PackMaxBytes, CheckedIn: i.tel.ClaimCheckedIn})
 	return func(ctx context.Context, e *sinks.Envelope) (string, error) {

@@ -60,6 +60,8 @@ type Instance struct {
 	kill   *actors.Kill
 	tree   *supervision.Tree
 	blob   blob.Store // the storage role's blob store
+	// claimStore is the claim blob store, opened once (claimBlob) for the gateway and the check-ins.
+	claimStore blob.Store
 
 	// backupTargets are the backup locations (primary, then secondary) while backup.enabled.
 	backupTargets []backup.Target
@@ -150,6 +152,14 @@ func (i *Instance) Start() error {
 				return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 			}
 			i.pub = p
+			claim, err := i.claimFunc()
+			if err != nil {
+				p.Close()
+				i.system.Shutdown()
+				return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+			}
+			// Bodies over the source's inline limit are checked in inside the request (inventory D.5).
+			p.SetClaimCheck(claim)
 			i.edge.SetPublisher(p)
 		}
 		children = append(children, supervision.ChildSpec{

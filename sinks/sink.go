@@ -25,6 +25,23 @@ type InlineLimiter interface {
 	InlineMaxBytes() int
 }
 
+// ClaimCheckIn checks e's body in with the claim check (inventory D.5) and returns its claim ref. The same hook
+// must get the same ref each time (its pack id follows from the hook), so a check-in repeated after a crash
+// overwrites its pack instead of adding another.
+type ClaimCheckIn func(ctx context.Context, e *Envelope) (ref string, err error)
+
+// ClaimThreshold is the smallest InlineMaxBytes among ss, the sinks of one source: a body longer than it is
+// checked in once and every sink of the source that is an InlineLimiter carries the claim (inventory D.5). ok is
+// false when no sink of ss is an InlineLimiter (HTTP sinks never claim).
+func ClaimThreshold(ss []Sink) (limit int, ok bool) {
+	for _, s := range ss {
+		if l, is := s.(InlineLimiter); is && (!ok || l.InlineMaxBytes() < limit) {
+			limit, ok = l.InlineMaxBytes(), true
+		}
+	}
+	return limit, ok
+}
+
 // SafeDeliver calls s.Deliver and turns a panic inside the sink into a Transient error matching ErrPanicked, so
 // a raising sink costs one attempt, never its caller (inventory D.1: "Raise/throw/exit/other return ⇒ error on
 // every path").

@@ -232,3 +232,22 @@ func TestOptions(t *testing.T) {
 		t.Fatal("no options, problems")
 	}
 }
+
+type limitedSink struct {
+	funcSink
+	max int
+}
+
+func (s limitedSink) InlineMaxBytes() int { return s.max }
+
+// Inventory D.5: "smallest threshold among the source's sinks"; a source without a queue sink never claims.
+func TestClaimThresholdIsTheSmallestInlineLimit(t *testing.T) {
+	plain := funcSink(func(context.Context, *Envelope) error { return nil })
+	if _, ok := ClaimThreshold([]Sink{plain}); ok {
+		t.Fatal("a source of HTTP-like sinks has a claim threshold")
+	}
+	got, ok := ClaimThreshold([]Sink{plain, limitedSink{plain, 65536}, limitedSink{plain, 1024}, limitedSink{plain, 4096}})
+	if !ok || got != 1024 {
+		t.Fatalf("ClaimThreshold = %d, %v; want 1024", got, ok)
+	}
+}
