@@ -10,5 +10,11 @@ var (
 // TestTopic is the topic NewCluster seeds.
 const TestTopic = testTopic
 
-// Bodies is consumer.bodies.
-func (c *consumer) Bodies(id string) ([][]byte, error) { return c.bodies(id) }
+// Payloads is every record value of hook id in the topic (consumer.records).
+func (c *consumer) Payloads(id string) ([][]byte, error) {
+	var out [][]byte
+	for _, r := range c.records(id) {
+		out = append(out, r.Value)
+	}
+	return out, nil
+}

@@ -4,8 +4,16 @@ package rabbitsink
 // test helpers.
 var NewBroker = newBroker
 
-func (b *broker) URL() string                        { return b.url }
-func (b *broker) Exchange() string                   { return b.exchange }
-func (b *broker) DeclareQueue()                      { b.declareQueue() }
-func (b *broker) DeleteQueue()                       { b.deleteQueue() }
-func (b *broker) Bodies(id string) ([][]byte, error) { return b.bodies(id) }
+func (b *broker) URL() string      { return b.url }
+func (b *broker) Exchange() string { return b.exchange }
+func (b *broker) DeclareQueue()    { b.declareQueue() }
+func (b *broker) DeleteQueue()     { b.deleteQueue() }
+
+// Payloads is every message body of hook id the queue held so far (broker.deliveries).
+func (b *broker) Payloads(id string) ([][]byte, error) {
+	var out [][]byte
+	for _, d := range b.deliveries(id) {
+		out = append(out, d.Body)
+	}
+	return out, nil
+}
