@@ -228,3 +228,41 @@ func TestRestoreSkipsSeqsArchivedAfterTheBackup(t *testing.T) {
 		t.Fatalf("restore marker left after a reconciled restore: %v", err)
 	}
 }
+
+// TestBackupActorCrashesPauseBackupsOnly proves the failure domain (DESIGN.md section 3: backup is isolated, "a
+// crash costs: backups pause"): the backup runner killed again and again while it works comes back and takes
+// whole backups, and ingest answers 201 throughout.
+func TestBackupActorCrashesPauseBackupsOnly(t *testing.T) {
+	root := t.TempDir()
+	inst := start(t, "kb", func(c *config.Config) {
+		withBackup(root)(c)
+		c.Backup.IntervalMS = 20
+		c.Backup.VerifyIntervalMS = 30
+	})
+	ok := func() float64 { return testutil.ToFloat64(inst.Telemetry().Metrics.Backup.Runs.WithLabelValues("ok")) }
+	poll.True(t, 10*time.Second, "a first backup", func() bool { return ok() > 0 })
+	for i := range 5 {
+		inst.Kill().Arm("kb/backup")
+		poll.True(t, 10*time.Second, "the kill fired", func() bool { return !inst.Kill().Armed("kb/backup") })
+		resp, err := http.Post("http://"+inst.IngestAddr()+"/webhooks/sample", "application/json", strings.NewReader(fmt.Sprintf(`{"k":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("post after backup kill %d: %d", i, resp.StatusCode)
+		}
+	}
+	after := ok()
+	poll.True(t, 20*time.Second, "backups after the kills", func() bool { return ok() >= after+2 })
+	bs, err := blob.NewLocalFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Verify(context.Background(), bs, []byte("instance-test-signing-key")); err != nil {
+		t.Fatalf("latest backup after the kills: %v", err)
+	}
+	if n := testutil.ToFloat64(inst.Telemetry().Metrics.Backup.VerifyFailed.WithLabelValues("primary")); n != 0 {
+		t.Fatalf("verify_failed{primary} = %v after crashes mid-run", n)
+	}
+}

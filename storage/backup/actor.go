@@ -53,13 +53,16 @@ type runner struct {
 type (
 	runTick    struct{}
 	verifyTick struct{}
-	runDone    struct {
+	// The reports of a job carry the group of the incarnation that started it: a crashed incarnation's job
+	// reports to the next one (same PID), which must not take it for its own job's end.
+	runDone struct {
+		g     *task.Group
 		res   *Result
 		err   error
 		start time.Time
 	}
-	verifyDone struct{}
-	seeded     struct{}
+	verifyDone struct{ g *task.Group }
+	seeded     struct{ g *task.Group }
 )
 
 // NewActorProps returns the props of the backup runner actor.
@@ -81,8 +84,12 @@ func (a *runner) Receive(ctx actor.Context) {
 			a.tasks.Every(a.o.VerifyInterval, func() { root.Send(self, verifyTick{}) })
 		}
 		a.busy = true
-		a.job(ctx, func(c context.Context) any { a.seed(c); return seeded{} })
+		g := a.tasks
+		a.job(ctx, func(c context.Context) any { a.seed(c); return seeded{g: g} })
 	case seeded:
+		if m.g != a.tasks {
+			return
+		}
 		a.busy = false
 		a.after(ctx, a.o.Interval, runTick{})
 	case runTick:
@@ -92,6 +99,9 @@ func (a *runner) Receive(ctx actor.Context) {
 		a.pendingVerify = true
 		a.next(ctx)
 	case runDone:
+		if m.g != a.tasks {
+			return
+		}
 		a.busy = false
 		a.finished(m)
 		d := a.o.Interval
@@ -101,6 +111,9 @@ func (a *runner) Receive(ctx actor.Context) {
 		a.after(ctx, d, runTick{})
 		a.next(ctx)
 	case verifyDone:
+		if m.g != a.tasks {
+			return
+		}
 		a.busy = false
 		a.next(ctx)
 	case *actor.Stopping:
@@ -127,15 +140,16 @@ func (a *runner) next(ctx actor.Context) {
 			return
 		}
 		a.busy = true
-		start := time.Now()
+		start, g := time.Now(), a.tasks
 		a.job(ctx, func(c context.Context) any {
 			res, err := a.r.Run(c, db)
-			return runDone{res: res, err: err, start: start}
+			return runDone{g: g, res: res, err: err, start: start}
 		})
 	case a.pendingVerify:
 		a.pendingVerify = false
 		a.busy = true
-		a.job(ctx, func(c context.Context) any { a.verify(c); return verifyDone{} })
+		g := a.tasks
+		a.job(ctx, func(c context.Context) any { a.verify(c); return verifyDone{g: g} })
 	}
 }
 
