@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -194,23 +195,31 @@ func bigBody(t *testing.T) []byte {
 // Inventory D.5: a body over the smallest inline_max_bytes of its source's sinks "is checked in once per
 // delivery row before any sink runs …, ref handed to every sink and every retry". A 200 KiB hook to a source with
 // a JetStream sink and a Redis sink: its first attempts find the claim store failing, which fails them as
-// transient (retried, never dead-lettered); once the store is back one check-in serves both sinks, the Redis
-// sink's further retries (nobody subscribed yet) reuse the recorded ref, and both consumers redeem the same claim
-// to the posted bytes. The store holds one pack, written once.
+// transient (retried, never dead-lettered); once the store is back one check-in serves both sinks; the Redis
+// sink's further retries (nobody subscribed yet), before and after a restart of the node, reuse the recorded
+// ref; both consumers redeem the same claim to the posted bytes. The store holds one pack, written once.
 func TestDispatchChecksAHookInOnceForEverySinkAndRetry(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := newBrokers(t, ctx)
 	cs := newClaimStore(t)
-	inst := fixture.InstanceWith(t, "claims-once", func(cfg *config.Config) {
-		claimRoles(cfg, cs, config.RoleEdge, config.RoleDispatch)
-		cfg.Dispatch.Retry = config.Retry{BaseMS: 50, MaxMS: 200, MaxAttempts: 1000}
-		cfg.Dispatch.BreakerFailures = 0
-		cfg.Sources = map[string]config.Source{"gh": b.source()}
-	}, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
-	cm := inst.Telemetry().Metrics.ClaimCheck
-	checkIns, checkInFailures := cm.Operations.WithLabelValues("ok"), cm.Failures.WithLabelValues("check_in")
-	redisRetries := inst.Telemetry().Metrics.Dispatch.Deliveries.WithLabelValues(telemetry.ResultRetry, "redis")
+	dir := t.TempDir()
+	boot := func() *instance.Instance {
+		return fixture.InstanceWith(t, "claims-once", func(cfg *config.Config) {
+			claimRoles(cfg, cs, config.RoleEdge, config.RoleDispatch)
+			cfg.Node.DataDir = dir
+			cfg.Dispatch.Retry = config.Retry{BaseMS: 50, MaxMS: 200, MaxAttempts: 1000}
+			cfg.Dispatch.BreakerFailures = 0
+			cfg.Sources = map[string]config.Source{"gh": b.source()}
+		}, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
+	}
+	metrics := func(inst *instance.Instance) (checkIns, failures, redisRetries prometheus.Counter) {
+		cm := inst.Telemetry().Metrics.ClaimCheck
+		return cm.Operations.WithLabelValues("ok"), cm.Failures.WithLabelValues("check_in"),
+			inst.Telemetry().Metrics.Dispatch.Deliveries.WithLabelValues(telemetry.ResultRetry, "redis")
+	}
+	inst := boot()
+	checkIns, checkInFailures, redisRetries := metrics(inst)
 
 	cs.failing.Store(true)
 	body := bigBody(t)
@@ -229,6 +238,20 @@ func TestDispatchChecksAHookInOnceForEverySinkAndRetry(t *testing.T) {
 	poll.True(t, 20*time.Second, "the Redis sink retried after the check-in", func() bool {
 		return testutil.ToFloat64(redisRetries) >= after+2
 	})
+	if n := testutil.ToFloat64(checkIns); n != 1 {
+		t.Fatalf("%v successful check-ins for one hook with two sinks and retries, want 1", n)
+	}
+	failed, retried := testutil.ToFloat64(checkInFailures), testutil.ToFloat64(redisRetries)
+
+	// A restart: the Redis row is due again and its attempts read the ref from the store.
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	inst = boot()
+	checkIns, checkInFailures, redisRetries = metrics(inst)
+	poll.True(t, 20*time.Second, "the Redis sink retried after the restart", func() bool {
+		return testutil.ToFloat64(redisRetries) >= 1
+	})
 	fromRedis := redisMessage(t, ctx, b.subscribe(t, ctx))
 
 	if fromNATS.Claim != fromRedis.Claim {
@@ -236,13 +259,14 @@ func TestDispatchChecksAHookInOnceForEverySinkAndRetry(t *testing.T) {
 	}
 	redeem(t, ctx, inst, fromNATS, body)
 	redeem(t, ctx, inst, fromRedis, body)
-	if n := testutil.ToFloat64(checkIns); n != 1 {
-		t.Fatalf("%v successful check-ins for one hook with two sinks and retries, want 1", n)
+	if n, f := testutil.ToFloat64(checkIns), testutil.ToFloat64(checkInFailures); n != 0 || f != 0 {
+		t.Fatalf("the restarted node checked the hook in again (%v ok, %v failed), want it to reuse the recorded ref", n, f)
 	}
 	if n := cs.s3.Objects(t, "claims/"); n != 1 {
 		t.Fatalf("claim store holds %d packs, want one", n)
 	}
-	t.Logf("one pack for 2 sinks, %v failed check-ins and %v Redis retries", testutil.ToFloat64(checkInFailures), testutil.ToFloat64(redisRetries))
+	t.Logf("one check-in and one pack for 2 sinks, %v failed check-ins, %v Redis retries before the restart and %v after",
+		failed, retried, testutil.ToFloat64(redisRetries))
 }
 
 // Inventory D.5: "outside dispatch a one-claim pack is checked in with a pack id derived from received_at +
