@@ -174,19 +174,6 @@ func (p *Publisher) Close() {
 	})
 }
 
-// NonDurable lists the sources none of whose built sinks is durable (Sink.Durable), sorted:
-// wal.type none cannot run them, since no destination keeps what a 201 acknowledged.
-func (p *Publisher) NonDurable() []string {
-	var out []string
-	for id, rt := range p.routes {
-		if !slices.ContainsFunc(rt.sinks, func(s *directSink) bool { return s.sink.Durable() }) {
-			out = append(out, id)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // FailingSinks lists the sinks whose last publish failed less than the window ago; nil
 // when there are none.
 func (p *Publisher) FailingSinks(now time.Time) []FailingSink {
