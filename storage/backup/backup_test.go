@@ -186,11 +186,24 @@ func TestForeignStoreIsRefusedAndItsBackupUntouched(t *testing.T) {
 			t.Fatalf("the refused run changed %s", k)
 		}
 	}
-	// A secondary that is foreign refuses the whole run too: nothing goes to the primary either.
+	// A foreign secondary is refused and left as it is; the primary still takes the backup.
 	own := newMem("own")
-	_, err = newRunner(t, Target{Name: "primary", Store: own}, Target{Name: "secondary", Store: shared}).Run(ctx, b)
-	if !errors.Is(err, ErrForeignBackup) || len(own.keys("")) != 0 {
-		t.Fatalf("foreign secondary: %v, %d objects written to the primary", err, len(own.keys("")))
+	res, err := newRunner(t, Target{Name: "primary", Store: own}, Target{Name: "secondary", Store: shared}).Run(ctx, b)
+	if err != nil || !errors.Is(res.Failed["secondary"], ErrForeignBackup) {
+		t.Fatalf("foreign secondary: %v, failed %v; want the primary's backup and the secondary refused", err, res)
+	}
+	if _, err := Verify(ctx, own, testKey); err != nil {
+		t.Fatalf("primary beside a foreign secondary: %v", err)
+	}
+	if after := shared.snapshot(); len(after) != len(before) {
+		t.Fatalf("the refused secondary changed: %d → %d objects", len(before), len(after))
+	}
+	// An unreachable secondary costs the primary nothing either.
+	down := newMem("down")
+	down.setFail(errors.New("dial tcp 127.0.0.1:9: connection refused"))
+	res, err = newRunner(t, Target{Name: "primary", Store: newMem("p2")}, Target{Name: "secondary", Store: down}).Run(ctx, b)
+	if err != nil || res.Failed["secondary"] == nil {
+		t.Fatalf("unreachable secondary: %v, %+v; want a primary backup and the secondary named failed", err, res)
 	}
 }
 

@@ -86,13 +86,18 @@ func NewRunner(o Options) *Runner {
 }
 
 // Run takes one backup of src and uploads it to every target. It refuses a target whose LATEST belongs to
-// another store (a *ForeignError, nothing written there). The error is nil when at least the first target
-// (the primary) took the backup; Result.Failed names any target that did not.
+// another store (a *ForeignError) or was moved by another writer (ErrPrefixShared), and writes nothing there.
+// The error is nil when the first target (the primary) took the backup; Result.Failed names any other target
+// that did not (refused, unreachable or failing): a secondary's trouble never costs the primary its backup.
 func (r *Runner) Run(ctx context.Context, src Source) (*Result, error) {
 	ours := src.StoreID()
-	for _, t := range r.o.Targets {
+	failed := map[string]error{}
+	for i, t := range r.o.Targets {
 		if err := r.checkOwner(ctx, t, ours); err != nil {
-			return nil, err
+			if i == 0 {
+				return nil, err
+			}
+			failed[t.Name] = err
 		}
 	}
 	now := r.o.Now()
@@ -119,8 +124,11 @@ func (r *Runner) Run(ctx context.Context, src Source) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backup: cannot encode the manifest: %w", err)
 	}
-	res := &Result{Manifest: m, Files: len(m.Files), Failed: map[string]error{}}
+	res := &Result{Manifest: m, Files: len(m.Files), Failed: failed}
 	for i, t := range r.o.Targets {
+		if failed[t.Name] != nil {
+			continue
+		}
 		n, err := r.upload(ctx, t, dir, m, body)
 		if err != nil {
 			err = fmt.Errorf("backup %s to %s (%s): %w", m.ID, t.Name, t.Store, err)
