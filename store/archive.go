@@ -2,10 +2,12 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/linxGnu/grocksdb"
 	"github.com/rs/zerolog"
@@ -19,13 +21,14 @@ import (
 //	'D', first_seq:64           → id:128 …: the ids of one segment, so deleting its row deletes its 'I' keys
 //	                              (those still pointing at it)
 //
-// Cataloguing a segment (CatalogueSegment) is two batches. The first, synced, writes the segment row and its
-// 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks' archive
-// obligations and every hook the obligation was the last thing holding, with m:archive_pending; it is not
+// Cataloguing a segment (CatalogueSegment) is two steps. The first, one synced batch, writes the segment row
+// and its 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks'
+// archive obligations and every hook the obligation was the last thing holding, with m:archive_pending, in
+// batches of clearChunk obligations (so an ingest commit waits for one chunk at most); they are not
 // synced (like dispatch outcomes, and the next synced commit carries it to disk), so it never holds an ingest
 // commit for an fsync of its own. A crash after the first leaves the obligations, and the compactor archives
-// those hooks again (the same keys when the same hooks); a crash that loses the second does the same. Never
-// is an obligation cleared whose hook is in no catalogued segment.
+// those hooks again (the same keys when the same hooks); a crash that loses some of the second does the same
+// for the obligations it kept. Never is an obligation cleared whose hook is in no catalogued segment.
 const (
 	archiveSegment byte = 'S'
 	archiveID      byte = 'I'
@@ -212,19 +215,45 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 	if len(hooks) == 0 && len(missing) == 0 {
 		return 0, nil
 	}
-	lo, hi := ^uint64(0), uint64(0)
-	for _, h := range hooks {
-		lo, hi = min(lo, h.Seq), max(hi, h.Seq)
-	}
-	for _, m := range missing {
-		lo, hi = min(lo, m), max(hi, m)
-	}
 	if e != nil {
 		if err := db.putCatalogue(e, hooks); err != nil {
 			return 0, err
 		}
 	}
+	items := make([]clearItem, 0, len(hooks)+len(missing))
+	for _, h := range hooks {
+		items = append(items, clearItem{seq: h.Seq, hook: true})
+	}
+	for _, m := range missing {
+		items = append(items, clearItem{seq: m})
+	}
+	slices.SortFunc(items, func(a, b clearItem) int { return cmp.Compare(a.seq, b.seq) })
+	// The clearing goes in chunks, each its own batch under cmu, so an ingest commit waits for at most one chunk
+	// (a crash between two leaves the later obligations, whose hooks are archived again).
+	for len(items) > 0 {
+		n := min(len(items), clearChunk)
+		d, err := db.clearObligations(items[:n])
+		deleted += d
+		if err != nil {
+			return deleted, err
+		}
+		items = items[n:]
+	}
+	return deleted, nil
+}
 
+// clearChunk is how many obligations one clearing batch deletes.
+const clearChunk = 512
+
+type clearItem struct {
+	seq  uint64
+	hook bool // archived (its hook may go), not missing
+}
+
+// clearObligations deletes the obligations of items (in seq order) that are still there, and the hook of every
+// archived item that has no delivery row left, in one unsynced batch under cmu.
+func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
+	lo, hi := items[0].seq, items[len(items)-1].seq
 	db.cmu.Lock()
 	defer db.cmu.Unlock()
 	db.closeMu.RLock()
@@ -246,26 +275,20 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 	wb := db.owb
 	wb.Clear()
 	index := db.cfs[cfIndex]
-	clearObligation := func(seq uint64) bool {
-		if _, ok := held[seq]; !ok {
-			return false
+	for _, it := range items {
+		if _, ok := held[it.seq]; !ok {
+			continue
 		}
-		db.okey = AppendArchiveKey(db.okey[:0], seq)
+		db.okey = AppendArchiveKey(db.okey[:0], it.seq)
 		wb.DeleteCF(index, db.okey)
 		db.ed.archive--
-		_, hasRows := rows[seq]
-		return !hasRows
-	}
-	for _, h := range hooks {
-		if clearObligation(h.Seq) {
-			db.okey = AppendHookKey(db.okey[:0], h.Seq)
-			wb.DeleteCF(db.cfs[cfHooks], db.okey)
-			wb.DeleteCF(index, AppendClaimKey(nil, h.Seq)) // the claim marker goes with its hook
-			deleted++
+		if _, hasRows := rows[it.seq]; hasRows || !it.hook {
+			continue
 		}
-	}
-	for _, seq := range missing {
-		clearObligation(seq)
+		db.okey = AppendHookKey(db.okey[:0], it.seq)
+		wb.DeleteCF(db.cfs[cfHooks], db.okey)
+		wb.DeleteCF(index, AppendClaimKey(nil, it.seq)) // the claim marker goes with its hook
+		deleted++
 	}
 	if db.ed.archive == 0 {
 		return 0, nil
