@@ -140,6 +140,8 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"ANKUSA_LOG_LEVEL", "", map[string]string{"ANKUSA_LOG_LEVEL": "trace"}, "ANKUSA_LOG_LEVEL", "must be one of debug|info|warning|error"},
 		{"ANKUSA_LOG_FORMAT", "", map[string]string{"ANKUSA_LOG_FORMAT": "pretty"}, "ANKUSA_LOG_FORMAT", "must be one of auto|json|console"},
 		{"ANKUSA_INSTANCE", "", map[string]string{"ANKUSA_INSTANCE": "a/b"}, "ANKUSA_INSTANCE", "must match"},
+		{"ANKUSA_BACKUP_ENABLED", "", map[string]string{"ANKUSA_BACKUP_ENABLED": "yes"}, "ANKUSA_BACKUP_ENABLED", "must be true or false"},
+		{"ANKUSA_BACKUP_ENABLED without a key", "", map[string]string{"ANKUSA_BACKUP_ENABLED": "true"}, "backup.signing_key", "must be set"},
 		// interpolation
 		{"unset variable", "node: {data_dir: '${DATA}'}", nil, "node.data_dir", "environment variable DATA is not set"},
 		{"lower-case name", "node: {data_dir: '${data}'}", nil, "node.data_dir", "malformed interpolation"},
@@ -313,6 +315,11 @@ wal: {type: disk}
 	want := []any{"fromenv", "/env", 3333, 4444, "::1", []string{"storage", "edge", "dispatch"}, "dual", "error", "console"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
+	}
+
+	c = mustParse(t, file+"backup: {signing_key: 0123456789abcdef}\n", map[string]string{"ANKUSA_BACKUP_ENABLED": "true"})
+	if !c.Backup.Enabled {
+		t.Fatal("ANKUSA_BACKUP_ENABLED=true did not enable backups")
 	}
 
 	c = mustParse(t, file, map[string]string{"PORT": "9999"})

@@ -70,6 +70,16 @@ func applyEnv(c *Config, env func(string) (string, bool), ps *problems) {
 			ps.oneOf("ANKUSA_LOG_FORMAT", logFormats, v)
 		}
 	}
+	if v, ok := get("ANKUSA_BACKUP_ENABLED"); ok {
+		switch strings.ToLower(v) {
+		case "true", "1":
+			c.Backup.Enabled = true
+		case "false", "0":
+			c.Backup.Enabled = false
+		default:
+			ps.mustBe("ANKUSA_BACKUP_ENABLED", "true or false", quote(v))
+		}
+	}
 }
 
 // envRoles parses ANKUSA_ROLES, a comma list; blanks around names and repeats are tolerated.
