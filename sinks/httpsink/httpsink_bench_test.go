@@ -1,8 +1,6 @@
 package httpsink
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,30 +18,13 @@ func BenchmarkDeliver(b *testing.B) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	for _, par := range []int{1, 16} {
-		for _, size := range []int{512, 64 << 10} {
-			b.Run(fmt.Sprintf("parallel=%d/size=%d", par, size), func(b *testing.B) {
-				s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
-					"url": srv.URL, "secret": "whsec_" + "c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
-				}}, sinks.Deps{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer s.Close()
-				e := sinktest.Envelope(sinktest.Binary(size))
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				b.SetParallelism(par)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := s.Deliver(context.Background(), e); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			})
+	sinktest.BenchDeliver(b, sinktest.Bench{Parallel: []int{1, 16}, Sizes: []int{512, 64 << 10}, New: func(b *testing.B) sinks.Sink {
+		s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
+			"url": srv.URL, "secret": "whsec_" + "c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+		}}, sinks.Deps{})
+		if err != nil {
+			b.Fatal(err)
 		}
-	}
+		return s
+	}})
 }
