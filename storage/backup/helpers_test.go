@@ -150,22 +150,44 @@ func openStore(t testing.TB, dir string) *store.DB {
 	return db
 }
 
-// commit stores n hooks with one delivery row each and returns their ids.
+// commit stores n hooks with one delivery row each, one commit each, and returns their ids.
 func commit(t testing.TB, db *store.DB, n int) [][16]byte {
 	t.Helper()
 	var ids [][16]byte
 	for range n {
-		var id [16]byte
-		_, _ = rand.Read(id[:])
-		h := store.Hook{ID: id, Tenant: "t", Source: "src", ContentType: "application/json", Body: []byte(fmt.Sprintf(`{"n":%x}`, id))}
-		rec := &store.Record{ID: id, Tenant: "t", Source: "src", Size: uint32(len(h.Body)), Value: store.AppendHook(nil, &h),
-			Sinks: []store.SinkBinding{{Index: 0, Type: "http"}}}
+		id, rec := hookRecord(nil)
 		if _, err := db.CommitHooks([]*store.Record{rec}); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
 	return ids
+}
+
+// commitSized stores n hooks of size-byte bodies in one commit.
+func commitSized(t testing.TB, db *store.DB, n, size int) {
+	t.Helper()
+	recs := make([]*store.Record, n)
+	for i := range recs {
+		body := make([]byte, size)
+		_, _ = rand.Read(body)
+		_, recs[i] = hookRecord(body)
+	}
+	if _, err := db.CommitHooks(recs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hookRecord is a record of a new hook with body (a small JSON one when nil) and one http sink.
+func hookRecord(body []byte) ([16]byte, *store.Record) {
+	var id [16]byte
+	_, _ = rand.Read(id[:])
+	if body == nil {
+		body = []byte(fmt.Sprintf(`{"n":%x}`, id))
+	}
+	h := store.Hook{ID: id, Tenant: "t", Source: "src", ContentType: "application/json", Body: body}
+	return id, &store.Record{ID: id, Tenant: "t", Source: "src", Size: uint32(len(h.Body)), Value: store.AppendHook(nil, &h),
+		Sinks: []store.SinkBinding{{Index: 0, Type: "http"}}}
 }
 
 // hookIDs reads every hook id in the store at dir (opened and closed here).
