@@ -325,3 +325,50 @@ func postStatus(t *testing.T, addr string, body []byte) (int, string) {
 	text, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(text)
 }
+
+// Inventory D.5: the threshold is the "smallest threshold among the source's sinks", and HTTP sinks never claim.
+// A 4 KiB body to a source with a JetStream sink (64 KiB limit), a Redis sink (1 KiB limit) and an HTTP sink:
+// both queue sinks carry the claim, the JetStream one although the body fits its own limit, so the message is
+// the same on both transports; the HTTP destination gets the body itself.
+func TestSmallestInlineLimitOfTheSourceDecidesAndHTTPNeverClaims(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b := newBrokers(t, ctx)
+	sub := b.subscribe(t, ctx)
+	got := make(chan []byte, 1)
+	dest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		select {
+		case got <- body:
+		default:
+		}
+	}))
+	defer dest.Close()
+	cs := newClaimStore(t)
+	inst := fixture.InstanceWith(t, "claims-threshold", func(cfg *config.Config) {
+		claimRoles(cfg, cs, config.RoleEdge, config.RoleDispatch)
+		src := b.source()
+		src.Sinks[1].Options["inline_max_bytes"] = 1024
+		src.Sinks = append(src.Sinks, config.SinkSpec{Type: "http", Options: map[string]any{"url": dest.URL}})
+		cfg.Sources = map[string]config.Source{"gh": src}
+	}, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
+
+	body := make([]byte, 4096)
+	if _, err := rand.Read(body); err != nil {
+		t.Fatal(err)
+	}
+	post(t, inst.IngestAddr(), body)
+	fromNATS, fromRedis := b.natsMessage(t), redisMessage(t, ctx, sub)
+	if fromNATS.Claim != fromRedis.Claim {
+		t.Fatalf("sinks carry different claims: nats %s, redis %s", fromNATS.Claim, fromRedis.Claim)
+	}
+	redeem(t, ctx, inst, fromNATS, body)
+	select {
+	case h := <-got:
+		if !bytes.Equal(h, body) {
+			t.Fatalf("the HTTP destination got %d bytes, want the %d posted", len(h), len(body))
+		}
+	case <-ctx.Done():
+		t.Fatal("the HTTP destination got nothing")
+	}
+}
