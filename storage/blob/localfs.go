@@ -30,6 +30,10 @@ import (
 type LocalFS struct {
 	root string
 
+	// dirs orders directory creation against removal: a Put holds it shared from creating its directories until
+	// its rename, a Delete exclusively while it removes the directories it emptied, so no Put ever finds its
+	// directory gone between creating it and renaming into it. Lock order: dirs before mu.
+	dirs sync.RWMutex
 	// durable holds the directories known to have their own entry fsynced in their parent, so a Put fsyncs
 	// each directory's parent once per process rather than once per object.
 	mu      sync.Mutex
@@ -96,6 +100,8 @@ func (l *LocalFS) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	}
 	defer root.Close()
 	dir := path.Dir(key)
+	l.dirs.RLock()
+	defer l.dirs.RUnlock()
 	if err := l.mkdirs(root, dir); err != nil {
 		return fmt.Errorf("blob: cannot put %s in %s: %w", key, l, err)
 	}
@@ -319,8 +325,8 @@ func (l *LocalFS) walk(ctx context.Context, root *os.Root, dir, prefix string, f
 	return nil
 }
 
-// Delete removes the object's file and fsyncs its directory. Directories left empty stay: a concurrent Put
-// may be about to write into them.
+// Delete removes the object's file and fsyncs its directory, then removes the directories that left empty
+// (so expired day partitions leave nothing behind for List to walk).
 func (l *LocalFS) Delete(ctx context.Context, key string) error {
 	if !ValidKey(key) {
 		return fmt.Errorf("blob: cannot delete %q in %s: %w", key, l, ErrInvalidKey)
@@ -349,7 +355,35 @@ func (l *LocalFS) Delete(ctx context.Context, key string) error {
 	if err := syncDir(root, path.Dir(key)); err != nil {
 		return fmt.Errorf("blob: cannot delete %s in %s: fsync directory: %w", key, l, err)
 	}
+	if err := l.prune(root, path.Dir(key)); err != nil {
+		return fmt.Errorf("blob: cannot delete %s in %s: remove empty directory: %w", key, l, err)
+	}
 	return nil
+}
+
+// prune removes dir and its parents below the root while they are empty, then fsyncs the parent of the last
+// one removed. A directory that is not empty (ENOTEMPTY, or a Put's temporary file) ends it.
+func (l *LocalFS) prune(root *os.Root, dir string) error {
+	l.dirs.Lock()
+	defer l.dirs.Unlock()
+	removed := ""
+	for d := dir; d != "."; d = path.Dir(d) {
+		fi, err := root.Lstat(d)
+		if err != nil || !fi.IsDir() {
+			break
+		}
+		if err := root.Remove(d); err != nil {
+			break // not empty (or gone): nothing above it is empty either
+		}
+		l.mu.Lock()
+		delete(l.durable, d)
+		l.mu.Unlock()
+		removed = d
+	}
+	if removed == "" {
+		return nil
+	}
+	return syncDir(root, path.Dir(removed))
 }
 
 // ctxReader stops a long copy when its context ends.

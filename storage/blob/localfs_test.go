@@ -207,3 +207,68 @@ func BenchmarkLocalFSPut(b *testing.B) {
 		}
 	}
 }
+
+// TestLocalFSDeletePrunesEmptyDirectories: a Delete removes the directories it left empty, up to (never) the
+// root, and a Put racing with Deletes in the same directory never finds its directory gone.
+func TestLocalFSDeletePrunesEmptyDirectories(t *testing.T) {
+	s := newLocal(t)
+	ctx := context.Background()
+	blobtest.MustPut(t, s, "a/b/c/d", []byte("d"))
+	blobtest.MustPut(t, s, "a/x", []byte("x"))
+	if err := s.Delete(ctx, "a/b/c/d"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root(), "a", "b")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a/b after deleting its only object: %v, want removed", err)
+	}
+	if err := s.Delete(ctx, "a/x"); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(s.Root())
+	if err != nil {
+		t.Fatalf("the root itself was removed: %v", err)
+	}
+	if len(ents) != 0 {
+		t.Fatalf("root holds %v after every object was deleted", ents)
+	}
+	// A directory created again after its removal is used as before.
+	blobtest.MustPut(t, s, "a/b/c/d", []byte("again"))
+	if got := blobtest.MustGet(t, s, "a/b/c/d"); string(got) != "again" {
+		t.Fatalf("Get = %q", got)
+	}
+
+	const rounds = 200
+	errs := make(chan error, 2)
+	go func() {
+		for i := range rounds {
+			k := fmt.Sprintf("race/day-%d/put", i)
+			if err := s.Put(ctx, k, strings.NewReader("p"), 1); err != nil {
+				errs <- fmt.Errorf("Put(%s): %w", k, err)
+				return
+			}
+		}
+		errs <- nil
+	}()
+	go func() {
+		for i := range rounds {
+			k := fmt.Sprintf("race/day-%d/del", i)
+			if err := s.Put(ctx, k, strings.NewReader("d"), 1); err != nil {
+				errs <- fmt.Errorf("Put(%s): %w", k, err)
+				return
+			}
+			if err := s.Delete(ctx, k); err != nil {
+				errs <- fmt.Errorf("Delete(%s): %w", k, err)
+				return
+			}
+		}
+		errs <- nil
+	}()
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := blobtest.Keys(t, s, "race/"); len(got) != rounds {
+		t.Fatalf("%d objects under race/, want the %d put and never deleted", len(got), rounds)
+	}
+}
