@@ -11,5 +11,7 @@
 // The invariants it owns: a row is settled (delivered, rescheduled or buried) only by
 // a write to the store, so a row claimed before a crash is due again at the next start;
 // a sink that fails, panics or hangs is a retry, never a crash; a retry is a row due
-// later that holds no slot.
+// later that holds no slot; a hook too large for its source's queue sinks is checked in
+// to the claim check once, and every sink and retry of it carries the ref recorded in
+// the store (claim.go).
 package dispatch

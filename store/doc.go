@@ -49,7 +49,8 @@
 //     batches touching one tenant must reach RocksDB in the order their values were computed; holding cmu
 //     across the write is what guarantees it. It also makes a dedupe key's read and its write (CommitHooks) or
 //     delete (SweepDedupe) one step: the sweeper reads the due expiry keys without it, then re-reads each key
-//     under it.
+//     under it. PutClaimRef takes it too, though it changes no counter: every batch that deletes a hook holds
+//     it, so a claim marker is never written behind a hook reclaimed meanwhile.
 //   - qmu serialises the pen's writes (PutQuarantine, PurgeQuarantine, ReleaseQuarantine) from reading the pen
 //     counters until their batch is written and applied, as cmu does for the queue counters. Only a release
 //     takes cmu as well (it commits a hook): a pen tick's fsync never waits for an ingest commit's lock, and the
