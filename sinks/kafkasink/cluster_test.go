@@ -3,6 +3,7 @@ package kafkasink
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -12,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/message"
+	"github.com/ankusa-go/ankusa/sinks/sinktest"
 )
 
 // testTopic is the topic every test cluster is seeded with, on testPartitions partitions.
@@ -38,15 +39,8 @@ func newCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {
 func newTestSink(t testing.TB, brokers []string, opts map[string]any) *sink {
 	t.Helper()
 	o := map[string]any{"brokers": anyList(brokers), "topic": testTopic}
-	for k, v := range opts {
-		o[k] = v
-	}
-	s, err := New(config.SinkSpec{Type: Type, Options: o}, sinks.Deps{Instance: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s.(*sink)
+	maps.Copy(o, opts)
+	return sinktest.NewSink(t, New, Type, o).(*sink)
 }
 
 func anyList(ss []string) []any {
@@ -144,18 +138,17 @@ func endOffsets(ctx context.Context, cl *kgo.Client, topic string) (map[int32]in
 	return out, nil
 }
 
-// bodies decodes the records of id as Message v1 and returns their bodies.
-func (c *consumer) bodies(id string) ([][]byte, error) {
+// payloads returns the values of the records of id.
+func (c *consumer) payloads(id string) [][]byte {
 	var out [][]byte
 	for _, r := range c.records(id) {
-		m, err := message.Decode(r.Value)
-		if err != nil {
-			return nil, fmt.Errorf("record %d/%d: %w", r.Partition, r.Offset, err)
-		}
-		out = append(out, m.Body())
+		out = append(out, r.Value)
 	}
-	return out, nil
+	return out
 }
+
+// bodies decodes the records of id as Message v1 and returns their bodies.
+func (c *consumer) bodies(id string) ([][]byte, error) { return sinktest.Bodies(c.payloads(id)) }
 
 // deliver runs one attempt under a deadline.
 func deliver(s sinks.Sink, e *sinks.Envelope, within time.Duration) error {

@@ -11,10 +11,4 @@ var (
 const TestTopic = testTopic
 
 // Payloads is every record value of hook id in the topic (consumer.records).
-func (c *consumer) Payloads(id string) ([][]byte, error) {
-	var out [][]byte
-	for _, r := range c.records(id) {
-		out = append(out, r.Value)
-	}
-	return out, nil
-}
+func (c *consumer) Payloads(id string) ([][]byte, error) { return c.payloads(id), nil }

@@ -1,7 +1,7 @@
 package rabbitsink
 
 import (
-	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -9,9 +9,7 @@ import (
 	"github.com/google/uuid"
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/sinks"
-	"github.com/ankusa-go/ankusa/sinks/message"
+	"github.com/ankusa-go/ankusa/sinks/sinktest"
 	"github.com/ankusa-go/ankusa/test/services"
 )
 
@@ -77,15 +75,8 @@ func (b *broker) deleteQueue() {
 func (b *broker) sink(t testing.TB, url string, opts map[string]any) *sink {
 	t.Helper()
 	o := map[string]any{"url": url, "exchange": b.exchange, "exchange_type": "topic"}
-	for k, v := range opts {
-		o[k] = v
-	}
-	s, err := New(config.SinkSpec{Type: Type, Options: o}, sinks.Deps{Instance: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s.(*sink)
+	maps.Copy(o, opts)
+	return sinktest.NewSink(t, New, Type, o).(*sink)
 }
 
 // deliveries drains the queue (basic.get until empty) and returns every message of hook id seen so far. A
@@ -107,17 +98,17 @@ func (b *broker) deliveries(id string) []amqp.Delivery {
 	return b.byID[id]
 }
 
-func (b *broker) bodies(id string) ([][]byte, error) {
+// payloads returns the bodies of the AMQP messages of hook id (deliveries).
+func (b *broker) payloads(id string) [][]byte {
 	var out [][]byte
 	for _, d := range b.deliveries(id) {
-		m, err := message.Decode(d.Body)
-		if err != nil {
-			return nil, fmt.Errorf("message %s: %w", d.MessageId, err)
-		}
-		out = append(out, m.Body())
+		out = append(out, d.Body)
 	}
-	return out, nil
+	return out
 }
+
+// bodies decodes the messages of hook id as Message v1 and returns their bodies.
+func (b *broker) bodies(id string) ([][]byte, error) { return sinktest.Bodies(b.payloads(id)) }
 
 // urlAt is the broker URL with its address replaced (a proxy's).
 func urlAt(addr string) string { return "amqp://guest:guest@" + addr + "/" }

@@ -10,10 +10,4 @@ func (b *broker) DeclareQueue()    { b.declareQueue() }
 func (b *broker) DeleteQueue()     { b.deleteQueue() }
 
 // Payloads is every message body of hook id the queue held so far (broker.deliveries).
-func (b *broker) Payloads(id string) ([][]byte, error) {
-	var out [][]byte
-	for _, d := range b.deliveries(id) {
-		out = append(out, d.Body)
-	}
-	return out, nil
-}
+func (b *broker) Payloads(id string) ([][]byte, error) { return b.payloads(id), nil }

@@ -1,0 +1,79 @@
+package sinktest
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/sinks/message"
+)
+
+// Secret is the password, token or key a test puts into a sink's options to prove it is never echoed.
+const Secret = "hunter2"
+
+// NewSink builds a sink of type typ with opts through its factory, as an instance does (instance "n1", logs
+// discarded). It is closed when the test ends; Close is idempotent, so the test may close it earlier.
+func NewSink(t testing.TB, factory sinks.Factory, typ string, opts map[string]any) sinks.Sink {
+	t.Helper()
+	s, err := factory(config.SinkSpec{Type: typ, Options: opts}, sinks.Deps{Instance: "n1", Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// RefusesOptions requires factory to refuse opts with sinks.ErrInvalidOption, in an error that says every one
+// of wants and never Secret: an option problem names the option, never its value (options carry passwords).
+func RefusesOptions(t testing.TB, factory sinks.Factory, typ string, opts map[string]any, wants ...string) {
+	t.Helper()
+	s, err := factory(config.SinkSpec{Type: typ, Options: opts}, sinks.Deps{})
+	if err == nil {
+		_ = s.Close()
+		t.Fatalf("%v: accepted, want ErrInvalidOption", opts)
+	}
+	if !errors.Is(err, sinks.ErrInvalidOption) {
+		t.Fatalf("%v: err = %v, want ErrInvalidOption", opts, err)
+	}
+	for _, w := range wants {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("%v: %q does not say %q", opts, err, w)
+		}
+	}
+	if strings.Contains(err.Error(), Secret) {
+		t.Fatalf("an option error echoes a secret: %v", err)
+	}
+}
+
+// Bodies decodes payloads as Message v1 and returns their bodies, in order.
+func Bodies(payloads [][]byte) ([][]byte, error) {
+	out := make([][]byte, 0, len(payloads))
+	for i, p := range payloads {
+		m, err := message.Decode(p)
+		if err != nil {
+			return nil, fmt.Errorf("message %d of %d: %w", i+1, len(payloads), err)
+		}
+		out = append(out, m.Body())
+	}
+	return out, nil
+}
+
+// ReceivedMessages is Target.Received for a destination that holds Message v1 payloads: the bodies of
+// payloads (what the destination holds for one hook), false when it holds none. A payload that does not
+// decode fails the test.
+func ReceivedMessages(t testing.TB, payloads [][]byte) ([][]byte, bool) {
+	t.Helper()
+	if len(payloads) == 0 {
+		return nil, false
+	}
+	out, err := Bodies(payloads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, true
+}
