@@ -110,6 +110,8 @@ func (l *LocalFS) Put(ctx context.Context, key string, r io.Reader, size int64) 
 	tmp := key + tmpMark + hex.EncodeToString(rnd[:])
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
+		// A directory removed behind the store's back: forget it, so the next Put creates it again.
+		l.forget(dir)
 		return fmt.Errorf("blob: cannot put %s in %s: %w", key, l, err)
 	}
 	defer func() {
@@ -153,8 +155,18 @@ func (l *LocalFS) mkdirs(root *os.Root, dir string) error {
 		if l.isDurable(d) {
 			continue
 		}
-		if err := root.Mkdir(d, dirPerm); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
+		if err := root.Mkdir(d, dirPerm); err != nil {
+			if !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			// Something is there: only a directory will do (a plain file would fail every Put under it).
+			fi, serr := root.Lstat(d)
+			if serr != nil {
+				return serr
+			}
+			if !fi.IsDir() {
+				return fmt.Errorf("%s exists and is not a directory", d)
+			}
 		}
 		if err := syncDir(root, path.Dir(d)); err != nil {
 			return fmt.Errorf("fsync directory: %w", err)
@@ -164,6 +176,15 @@ func (l *LocalFS) mkdirs(root *os.Root, dir string) error {
 		l.mu.Unlock()
 	}
 	return nil
+}
+
+// forget drops dir and its parents from the durable set.
+func (l *LocalFS) forget(dir string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for d := dir; d != "." && d != "/"; d = path.Dir(d) {
+		delete(l.durable, d)
+	}
 }
 
 func (l *LocalFS) isDurable(dir string) bool {

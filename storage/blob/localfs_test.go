@@ -272,3 +272,38 @@ func TestLocalFSDeletePrunesEmptyDirectories(t *testing.T) {
 		t.Fatalf("%d objects under race/, want the %d put and never deleted", len(got), rounds)
 	}
 }
+
+// A directory that is a plain file, or that vanished behind the store's back, fails the Put under it only while
+// it is wrong: the store does not remember it as good.
+func TestLocalFSRecoversFromABadDirectory(t *testing.T) {
+	dir := t.TempDir()
+	l, err := blob.NewLocalFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	put := func(key string) error { return l.Put(ctx, key, strings.NewReader("x"), 1) }
+
+	if err := os.WriteFile(filepath.Join(dir, "d"), []byte("in the way"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("d/x"); err == nil {
+		t.Fatal("Put under a plain file succeeded")
+	}
+	if err := os.Remove(filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("d/x"); err != nil {
+		t.Fatalf("Put after the file went: %v", err)
+	}
+
+	if err := os.RemoveAll(filepath.Join(dir, "d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("d/y"); err == nil {
+		t.Log("the first Put after the directory vanished recreated it at once")
+	}
+	if err := put("d/y"); err != nil {
+		t.Fatalf("Put after the directory vanished keeps failing: %v", err)
+	}
+}
