@@ -109,8 +109,12 @@ func TestClaimCheckRoleSweepsOldPartitions(t *testing.T) {
 	if _, err := r.Stat(context.Background(), "acme", fresh[0].ID.String()); err != nil {
 		t.Fatalf("today's pack: %v", err)
 	}
-	_, metrics := claimGet(t, "http://"+inst.AdminAddr()+"/metrics", "")
-	if !strings.Contains(string(metrics), `ankusa_claim_check_swept_packs_total{instance="claimsweep"} 1`) {
-		t.Fatal("/metrics does not count the swept pack")
-	}
+	// The sweep counts a pack after its whole pass, which may end after the delete the poll above saw.
+	poll.Eventually(t, 10*time.Second, func() error {
+		_, metrics := claimGet(t, "http://"+inst.AdminAddr()+"/metrics", "")
+		if !strings.Contains(string(metrics), `ankusa_claim_check_swept_packs_total{instance="claimsweep"} 1`) {
+			return errors.New("/metrics does not count the swept pack")
+		}
+		return nil
+	})
 }
