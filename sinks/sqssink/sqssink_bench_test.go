@@ -1,10 +1,9 @@
 package sqssink
 
 import (
-	"context"
-	"fmt"
 	"testing"
 
+	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/sinktest"
 )
 
@@ -13,27 +12,8 @@ import (
 func BenchmarkDeliver(b *testing.B) {
 	c := NewConsumer(b)
 	q := c.CreateQueue(b, "bench", nil)
-	for _, par := range []int{1, 16} {
-		for _, size := range []int{512, 16 << 10} {
-			b.Run(fmt.Sprintf("parallel=%d/size=%d", par, size), func(b *testing.B) {
-				s := newSink(b, map[string]any{"queue_url": q})
-				e := sinktest.Envelope(sinktest.Binary(size))
-				b.SetBytes(int64(size))
-				b.ReportAllocs()
-				b.SetParallelism(par)
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						if err := s.Deliver(context.Background(), e); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-				b.StopTimer()
-				c.Purge(b, q) // goaws keeps every message in memory
-			})
-		}
-	}
+	sinktest.BenchDeliver(b, sinktest.Bench{Parallel: []int{1, 16}, Sizes: []int{512, 16 << 10},
+		New:   func(b *testing.B) sinks.Sink { return newSink(b, map[string]any{"queue_url": q}) },
+		After: func(b *testing.B) { c.Purge(b, q) }, // goaws keeps every message in memory
+	})
 }
