@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,10 +11,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
-	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
-	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/sinks/message"
 	"github.com/ankusa-go/ankusa/test/fixture"
 	"github.com/ankusa-go/ankusa/test/services"
@@ -40,14 +37,12 @@ func TestQueueSinkCarriesAClaimARedeemerCanRead(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	inst := fixture.InstanceWith(t, "claims-e2e", func(cfg *config.Config) {
+	inst := fixture.StartSink(t, "claims-e2e", config.SinkSpec{Type: "redis", Options: map[string]any{
+		"url": "redis://" + services.RedisAddr, "channel": channel, "inline_max_bytes": 64,
+	}}, func(cfg *config.Config) {
 		cfg.Node.Roles = []string{config.RoleEdge, config.RoleDispatch, config.RoleClaimCheck}
-		cfg.Admin.Enabled = false
 		cfg.ClaimCheck.Auth.Tokens = []config.ClaimToken{{Token: e2eToken, Scopes: []string{config.ScopeClaimsRead}, Tenants: []string{"acme"}}}
-		cfg.Sources = map[string]config.Source{"gh": {Tenant: "acme", Sinks: []config.SinkSpec{{Type: "redis", Options: map[string]any{
-			"url": "redis://" + services.RedisAddr, "channel": channel, "inline_max_bytes": 64,
-		}}}}}
-	}, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)})
+	})
 
 	large := make([]byte, 300_000)
 	if _, err := rand.Read(large); err != nil {
@@ -55,7 +50,7 @@ func TestQueueSinkCarriesAClaimARedeemerCanRead(t *testing.T) {
 	}
 	small := []byte(`{"small":true}`)
 	for _, body := range [][]byte{large, small} {
-		id := post(t, inst.IngestAddr(), body)
+		id := inst.Post(t, body, octetStream())
 		rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
 		raw, err := sub.ReceiveMessage(rctx)
 		rcancel()
@@ -91,17 +86,7 @@ func TestQueueSinkCarriesAClaimARedeemerCanRead(t *testing.T) {
 // post sends body to source gh and returns the acked id.
 func post(t *testing.T, addr string, body []byte) string {
 	t.Helper()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Post("http://"+addr+"/webhooks/gh", "application/octet-stream", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var ack struct{ ID string }
-	_ = json.NewDecoder(resp.Body).Decode(&ack)
-	if resp.StatusCode != http.StatusCreated || ack.ID == "" {
-		t.Fatalf("POST answered %d (id %q), want 201", resp.StatusCode, ack.ID)
-	}
-	return ack.ID
+	return fixture.Post(t, addr, "gh", body, octetStream())
 }
+
+func octetStream() http.Header { return http.Header{"Content-Type": {"application/octet-stream"}} }
