@@ -78,10 +78,13 @@ func (i *Instance) prepareBackup() error {
 	return backup.Restored(cfg.StoreDir())
 }
 
-// reconcileRestored moves the restored store's m:next_seq past every seq this node archived (inventory E.5:
-// "Restore reconcile: m:next_seq moved past the highest archived seq"): the lost host may have archived hooks
-// acked after the backup, and a restored store that reused their seqs would write segments over theirs. The
-// window starts a day before the backup, since a segment is filed under its oldest hook's day.
+// reconcileRestored reconciles a restored store with the archive (inventory E.5: "Restore reconcile: m:next_seq
+// moved past the highest archived seq; uncatalogued segments catalogued from their index"). The lost host may
+// have archived hooks after the backup: their segments are catalogued again, so Fetch finds the hooks whose only
+// copy is there now (and the restored obligations of hooks already in them are cleared), and m:next_seq moves
+// past their seqs, since a restored store that reused them would write segments over theirs. The window starts
+// a day before the backup or at the oldest hook still waiting for its segment, whichever is older, since a
+// segment is filed under its oldest hook's day.
 func (i *Instance) reconcileRestored(ctx context.Context, m *backup.Manifest) error {
 	cfg := i.cfg
 	if !cfg.HasRole(config.RoleStorage) || !storage.ValidNode(cfg.NodeID()) {
@@ -91,22 +94,36 @@ func (i *Instance) reconcileRestored(ctx context.Context, m *backup.Manifest) er
 	if err != nil {
 		return fmt.Errorf("archive reconcile: cannot open the storage blob store: %w", err)
 	}
-	high, err := storage.HighestArchivedSeq(ctx, bs, cfg.NodeID(), m.CreatedAtMS-24*time.Hour.Milliseconds(), time.Now().UnixMilli())
-	if err != nil {
-		return fmt.Errorf("archive reconcile: %w", err)
-	}
 	db, err := store.Open(store.Options{Dir: cfg.StoreDir(), Log: i.log})
 	if err != nil {
 		return err
 	}
 	before := db.NextSeq()
-	err = db.AdvanceNextSeq(high + 1)
+	from := m.CreatedAtMS - 24*time.Hour.Milliseconds()
+	obs, _, err := db.Obligations(0, 1<<40, 0, 1, nil)
+	if err == nil && len(obs) > 0 {
+		if _, at, herr := store.HookHead(obs[0].Value); herr == nil {
+			from = min(from, at)
+		}
+	}
+	var st storage.RecatalogueStats
+	if err == nil {
+		st, err = storage.Recatalogue(ctx, db, bs, cfg.NodeID(), from, time.Now().UnixMilli(), i.log)
+	}
+	if err == nil {
+		err = db.AdvanceNextSeq(st.HighestSeq + 1)
+	}
 	after := db.NextSeq()
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("archive reconcile: %w", err)
+	}
+	if st.Catalogued > 0 || st.Unreadable > 0 {
+		i.log.Warn().Int("segments", st.Catalogued).Int("hooks", st.Hooks).Int("unreadable", st.Unreadable).
+			Str("archive", bs.String()).
+			Msg("restored store: segments the lost host archived after the backup catalogued again; their hooks can be fetched, not delivered")
 	}
 	if after != before {
 		i.log.Warn().Uint64("next_seq", before).Uint64("advanced_to", after).Str("archive", bs.String()).
