@@ -76,12 +76,7 @@ func (f *fake) sink(t testing.TB, opts map[string]any) sinks.Sink {
 	if _, ok := opts["project"]; !ok {
 		opts["project"] = project
 	}
-	s, err := New(config.SinkSpec{Type: Type, Options: opts}, sinks.Deps{Instance: "n1"})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return sinktest.NewSink(t, New, Type, opts)
 }
 
 func deliver(s sinks.Sink, e *sinks.Envelope) error {
@@ -95,19 +90,13 @@ func deliver(s sinks.Sink, e *sinks.Envelope) error {
 type target struct {
 	f     *fake
 	topic string
-	seen  map[string]bool     // server message ids decoded
-	got   map[string][][]byte // hook id -> bodies
+	seen  map[string]bool // server message ids filed
+	filed sinktest.Filed
 }
 
 func (tg *target) New(t *testing.T) sinks.Sink {
 	// The suite sends bodies up to 256 KiB without a claim: inline_max_bytes is raised to let them through.
-	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
-		"topic": tg.topic, "endpoint": tg.f.srv.Addr, "auth": "none", "inline_max_bytes": 300_000,
-	}}, sinks.Deps{Instance: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return tg.f.sink(t, map[string]any{"topic": tg.topic, "inline_max_bytes": 300_000})
 }
 
 func (tg *target) Received(t *testing.T, id string) ([][]byte, bool) {
@@ -116,14 +105,9 @@ func (tg *target) Received(t *testing.T, id string) ([][]byte, bool) {
 			continue
 		}
 		tg.seen[m.ID] = true
-		dec, err := message.Decode(m.Data)
-		if err != nil {
-			t.Fatalf("the topic holds a message that is not Message v1: %v", err)
-		}
-		tg.got[dec.ID] = append(tg.got[dec.ID], dec.Body())
+		tg.filed.Add(t, m.Data)
 	}
-	b, ok := tg.got[id]
-	return b, ok
+	return tg.filed.Received(id)
 }
 
 func (tg *target) Broken(t *testing.T) sinks.Sink {
@@ -140,7 +124,7 @@ func (tg *target) Broken(t *testing.T) sinks.Sink {
 func TestConformance(t *testing.T) {
 	f := newFake(t)
 	name, _ := f.topic(t, "conformance")
-	sinktest.Run(t, &target{f: f, topic: name, seen: make(map[string]bool), got: make(map[string][][]byte)})
+	sinktest.Run(t, &target{f: f, topic: name, seen: make(map[string]bool)})
 }
 
 // Inventory D.4: the queue sinks publish Message v1 with the broker attribute set; a subscriber decodes the

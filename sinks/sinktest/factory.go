@@ -77,3 +77,27 @@ func ReceivedMessages(t testing.TB, payloads [][]byte) ([][]byte, bool) {
 	}
 	return out, true
 }
+
+// Filed keeps the bodies of Message v1 payloads by the hook id each names: Target.Received for a destination
+// that lists everything it holds instead of one hook's messages (goaws, pstest). The zero value is ready.
+type Filed struct{ bodies map[string][][]byte }
+
+// Add decodes payload and files its body under its hook id; a payload that is not Message v1 fails the test.
+// The caller adds each payload once.
+func (f *Filed) Add(t testing.TB, payload []byte) {
+	t.Helper()
+	m, err := message.Decode(payload)
+	if err != nil {
+		t.Fatalf("the destination holds a message that is not Message v1: %v", err)
+	}
+	if f.bodies == nil {
+		f.bodies = make(map[string][][]byte)
+	}
+	f.bodies[m.ID] = append(f.bodies[m.ID], m.Body())
+}
+
+// Received returns the bodies filed for hook id, false if none.
+func (f *Filed) Received(id string) ([][]byte, bool) {
+	b, ok := f.bodies[id]
+	return b, ok
+}

@@ -35,12 +35,7 @@ func newSink(t testing.TB, opts map[string]any) sinks.Sink {
 	if _, ok := opts["credentials"]; !ok {
 		opts["credentials"] = testCreds
 	}
-	s, err := New(config.SinkSpec{Type: Type, Options: opts}, sinks.Deps{Instance: "n1"})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return sinktest.NewSink(t, New, Type, opts)
 }
 
 func deliver(s sinks.Sink, e *sinks.Envelope) error {
@@ -53,33 +48,22 @@ func deliver(s sinks.Sink, e *sinks.Envelope) error {
 // decodes each Message v1 once and files its body under the hook id it names.
 type target struct {
 	queue string
-	seen  int                 // messages of Held already decoded; the queue is only appended to here
-	got   map[string][][]byte // hook id -> bodies
+	seen  int // messages of Held already filed; the queue is only appended to here
+	filed sinktest.Filed
 }
 
 func (tg *target) New(t *testing.T) sinks.Sink {
 	// The suite sends bodies up to 256 KiB without a claim: inline_max_bytes is raised to let them through.
-	s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
-		"queue_url": tg.queue, "endpoint": goawsURL, "credentials": testCreds, "inline_max_bytes": 300_000,
-	}}, sinks.Deps{Instance: "n1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return newSink(t, map[string]any{"queue_url": tg.queue, "inline_max_bytes": 300_000})
 }
 
 func (tg *target) Received(t *testing.T, id string) ([][]byte, bool) {
 	held := Held(tg.queue)
 	for _, body := range held[tg.seen:] {
-		dec, err := message.Decode([]byte(body))
-		if err != nil {
-			t.Fatalf("the queue holds a message that is not Message v1: %v", err)
-		}
-		tg.got[dec.ID] = append(tg.got[dec.ID], dec.Body())
+		tg.filed.Add(t, []byte(body))
 	}
 	tg.seen = len(held)
-	b, ok := tg.got[id]
-	return b, ok
+	return tg.filed.Received(id)
 }
 
 func (tg *target) Broken(t *testing.T) sinks.Sink {
@@ -96,7 +80,7 @@ func (tg *target) Broken(t *testing.T) sinks.Sink {
 func TestConformance(t *testing.T) {
 	c := NewConsumer(t)
 	q := c.CreateQueue(t, "conformance", map[string]string{"MaximumMessageSize": "1048576"})
-	sinktest.Run(t, &target{queue: q, got: make(map[string][][]byte)})
+	sinktest.Run(t, &target{queue: q})
 }
 
 // Inventory D.4: the queue sinks send Message v1 with the broker attribute set beside it; a consumer decodes
