@@ -230,23 +230,13 @@ func TestNoStreamIsRetriedUntilTheStreamIsBack(t *testing.T) {
 func TestInlineMaxBytes(t *testing.T) {
 	st := newStream(t)
 	s := newSink(t, map[string]any{"servers": "nats://" + services.NATSAddr, "subject": st.subject, "inline_max_bytes": 16})
-	defer s.Close()
-	e := sinktest.Envelope(sinktest.Binary(17))
-	err := deliver(t, s, e)
-	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrInlineTooLarge) || cl != sinks.PermanentClass {
-		t.Fatalf("oversize without claim: %v (%s)", err, cl)
-	}
-	e.Claim = message.ClaimRef("acme", "01J9ZQ5K8E6VX2W4Y3T1R0P9M0")
-	if err := deliver(t, s, e); err != nil {
-		t.Fatal(err)
-	}
-	msgs := st.messages(t, e.IDText)
-	if len(msgs) != 1 {
-		t.Fatalf("%d messages", len(msgs))
-	}
-	if m, err := message.Decode(msgs[0].Data); err != nil || m.Claim != e.Claim || m.Inline() {
-		t.Fatalf("claimed message %+v, %v", m, err)
-	}
+	sinktest.InlineLimit(t, s, ErrInlineTooLarge, func(id string) [][]byte {
+		var out [][]byte
+		for _, m := range st.messages(t, id) {
+			out = append(out, m.Data)
+		}
+		return out
+	})
 }
 
 // A message over the server's max_payload can never be published: Permanent.

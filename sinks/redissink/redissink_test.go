@@ -194,30 +194,7 @@ func TestPublishesMessageV1(t *testing.T) {
 func TestInlineMaxBytes(t *testing.T) {
 	sub := subscribe(t)
 	s := newSink(t, map[string]any{"url": "redis://" + services.RedisAddr, "channel": sub.channel, "inline_max_bytes": 16})
-	defer s.Close()
-	if got := s.(sinks.InlineLimiter).InlineMaxBytes(); got != 16 {
-		t.Fatalf("InlineMaxBytes = %d", got)
-	}
-	e := sinktest.Envelope(sinktest.Binary(17))
-	err := s.Deliver(context.Background(), e)
-	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrInlineTooLarge) || cl != sinks.PermanentClass {
-		t.Fatalf("oversize without claim: %v (%s), want permanent ErrInlineTooLarge", err, cl)
-	}
-	if got := sub.messages(t, e.IDText); len(got) != 0 {
-		t.Fatal("an oversize hook was published")
-	}
-	e.Claim = message.ClaimRef("acme", "01J9ZQ5K8E6VX2W4Y3T1R0P9M0")
-	if err := s.Deliver(context.Background(), e); err != nil {
-		t.Fatal(err)
-	}
-	got := sub.messages(t, e.IDText)
-	if len(got) != 1 {
-		t.Fatalf("claimed hook: %d messages", len(got))
-	}
-	m, err := message.Decode(got[0])
-	if err != nil || m.Inline() || m.Claim != e.Claim || m.Size != 17 {
-		t.Fatalf("claimed message: %+v, %v", m, err)
-	}
+	sinktest.InlineLimit(t, s, ErrInlineTooLarge, func(id string) [][]byte { return sub.messages(t, id) })
 }
 
 // Option problems name the option, never its value (the URL may hold a password).
