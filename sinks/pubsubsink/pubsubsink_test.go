@@ -201,27 +201,14 @@ func TestOversizeIsPermanent(t *testing.T) {
 func TestBodyOverInlineMaxTravelsByClaim(t *testing.T) {
 	f := newFake(t)
 	f.topic(t, "claim")
-	s := f.sink(t, map[string]any{"topic": "claim", "inline_max_bytes": 1024})
-	if il, ok := s.(sinks.InlineLimiter); !ok || il.InlineMaxBytes() != 1024 {
-		t.Fatal("sink does not report inline_max_bytes 1024")
-	}
-	e := sinktest.Envelope(sinktest.Binary(2000))
-	err := deliver(s, e)
-	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrNeedsClaim) || cl != sinks.PermanentClass {
-		t.Fatalf("a body over inline_max_bytes without a claim: %v (%s), want permanent ErrNeedsClaim", err, cl)
-	}
-	e.Claim = message.ClaimRef("acme", "01JDZ3Q5B8W9V2X7K4M6N8P0R0")
-	if err := deliver(s, e); err != nil {
-		t.Fatalf("with a claim: %v", err)
-	}
-	msgs := f.srv.Messages()
-	if len(msgs) != 1 {
-		t.Fatalf("server holds %d messages, want 1", len(msgs))
-	}
-	m, err := message.Decode(msgs[0].Data)
-	if err != nil || m.Inline() || m.Claim != e.Claim || m.Size != 2000 {
-		t.Fatalf("claimed message: %+v, %v", m, err)
-	}
+	s := f.sink(t, map[string]any{"topic": "claim", "inline_max_bytes": 16})
+	sinktest.InlineLimit(t, s, ErrNeedsClaim, func(id string) [][]byte {
+		var held [][]byte
+		for _, m := range f.srv.Messages() {
+			held = append(held, m.Data)
+		}
+		return sinktest.OfHook(t, id, held)
+	})
 }
 
 // Package doc: InvalidArgument is Permanent; NotFound (a missing topic), PermissionDenied and the like are

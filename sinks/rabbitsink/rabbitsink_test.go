@@ -314,18 +314,11 @@ func TestOptionsAreValidated(t *testing.T) {
 	}
 }
 
-// A body over inline_max_bytes without a claim can never be carried: permanent, nothing published.
+// A body over inline_max_bytes without a claim can never be carried: permanent, nothing published. With a
+// claim it travels as the ref (inventory D.5).
 func TestOversizeIsPermanent(t *testing.T) {
 	b := newBroker(t)
-	s := b.sink(t, b.url, map[string]any{"inline_max_bytes": 1024})
-	e := sinktest.Envelope(sinktest.Binary(1025))
-	err := deliver(s, e, attempt)
-	if cl, _ := sinks.Classify(err); cl != sinks.PermanentClass || !errors.Is(err, ErrOversize) {
-		t.Fatalf("oversize = %v (%s)", err, cl)
-	}
-	if len(b.deliveries(e.IDText)) != 0 {
-		t.Fatal("an oversize hook was published")
-	}
+	sinktest.InlineLimit(t, b.sink(t, b.url, map[string]any{"inline_max_bytes": 16}), ErrOversize, b.payloads)
 }
 
 // While the broker blocks publishers (a resource alarm: connection.blocked) a socket write may never return,

@@ -41,3 +41,20 @@ func InlineLimit(t *testing.T, s sinks.Sink, tooLarge error, payloads func(id st
 		t.Fatalf("claimed message: %+v, %v", m, err)
 	}
 }
+
+// OfHook returns the payloads that decode to hook id, for a destination that lists everything it holds. A
+// payload that is not Message v1 fails the test.
+func OfHook(t testing.TB, id string, payloads [][]byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, p := range payloads {
+		m, err := message.Decode(p)
+		if err != nil {
+			t.Fatalf("the destination holds a message that is not Message v1: %v", err)
+		}
+		if m.ID == id {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -212,27 +212,14 @@ func TestOversizeIsPermanent(t *testing.T) {
 func TestBodyOverInlineMaxTravelsByClaim(t *testing.T) {
 	c := NewConsumer(t)
 	q := c.CreateQueue(t, "claim", nil)
-	s := newSink(t, map[string]any{"queue_url": q, "inline_max_bytes": 1024})
-	if il, ok := s.(sinks.InlineLimiter); !ok || il.InlineMaxBytes() != 1024 {
-		t.Fatalf("sink does not report inline_max_bytes 1024")
-	}
-	e := sinktest.Envelope(sinktest.Binary(2000))
-	err := deliver(s, e)
-	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrNeedsClaim) || cl != sinks.PermanentClass {
-		t.Fatalf("a body over inline_max_bytes without a claim: %v (%s), want permanent ErrNeedsClaim", err, cl)
-	}
-	e.Claim = message.ClaimRef("acme", "01JDZ3Q5B8W9V2X7K4M6N8P0R0")
-	if err := deliver(s, e); err != nil {
-		t.Fatalf("with a claim: %v", err)
-	}
-	msgs := c.Drain(t, q)
-	if len(msgs) != 1 {
-		t.Fatalf("queue holds %d messages, want 1", len(msgs))
-	}
-	m, err := message.Decode([]byte(aws.ToString(msgs[0].Body)))
-	if err != nil || m.Inline() || m.Claim != e.Claim || m.Size != 2000 {
-		t.Fatalf("claimed message: %+v, %v", m, err)
-	}
+	s := newSink(t, map[string]any{"queue_url": q, "inline_max_bytes": 16})
+	sinktest.InlineLimit(t, s, ErrNeedsClaim, func(id string) [][]byte {
+		var held [][]byte
+		for _, b := range Held(q) {
+			held = append(held, []byte(b))
+		}
+		return sinktest.OfHook(t, id, held)
+	})
 }
 
 // Invariant: nil only with a matching MD5OfMessageBody. A proxy in front of goaws rewrites the digest.
