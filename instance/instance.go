@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/actors"
+	"github.com/ankusa-go/ankusa/admin"
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/edge"
@@ -205,7 +206,7 @@ func (i *Instance) Start() error {
 		children = append(children, c)
 	}
 	if cfg.Admin.Enabled {
-		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(newAdminProps(i)), Domain: "admin", Isolated: true})
+		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(admin.NewProps(i.adminDeps())), Domain: "admin", Isolated: true})
 	}
 	tree, err := supervision.Start(i.system, cfg.Instance, children, i.supervisionOptions())
 	if err != nil {

@@ -1,0 +1,104 @@
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/telemetry/task"
+)
+
+// Deps is what the admin listener reads and steers, handed over by the instance as functions and values so
+// that admin imports no role package (the instance owns the edge, dispatch and the store).
+type Deps struct {
+	Config  *config.Config
+	Version string
+	Log     zerolog.Logger
+	// Metrics serves the instance's own registry (GET /metrics).
+	Metrics http.Handler
+	// Ready reports readiness (GET /ready): ok false answers 503 with Retry-After: 1.
+	Ready func(now time.Time) (ok bool, body map[string]any)
+	// Bound is told the listener's address once it listens.
+	Bound func(addr string)
+}
+
+// ShutdownTimeout bounds how long a stopping admin listener waits for the requests it serves (a scrape, a
+// probe) before it closes their connections.
+const ShutdownTimeout = 5 * time.Second
+
+// server is the admin actor: it owns the listener and its serving goroutine.
+type server struct {
+	d     *Deps
+	srv   *http.Server
+	tasks *task.Group // the serving goroutine
+}
+
+// NewProps returns the admin actor's props. A listener that cannot bind panics the actor: at boot that fails
+// the boot with the error, later the supervisor restarts the isolated admin domain.
+func NewProps(d *Deps) *actor.Props {
+	return actor.PropsFromProducer(func() actor.Actor { return &server{d: d} })
+}
+
+func (s *server) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		if err := s.start(); err != nil {
+			panic(err)
+		}
+	case *actor.Stopping, *actor.Restarting:
+		s.stop()
+	}
+}
+
+func (s *server) start() error {
+	cfg := s.d.Config
+	addr := net.JoinHostPort(cfg.Admin.IP, strconv.Itoa(cfg.Admin.Port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return errors.Join(errors.New("admin: cannot listen on "+addr), err)
+	}
+	s.srv = &http.Server{Handler: NewRouter(s.d), ReadHeaderTimeout: 10 * time.Second}
+	bound := ln.Addr().String()
+	if s.d.Bound != nil {
+		s.d.Bound(bound)
+	}
+	srv := s.srv
+	s.tasks = &task.Group{}
+	s.tasks.Go(func(<-chan struct{}) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.d.Log.Error().Err(err).Msg("admin listener stopped")
+		}
+	})
+	s.d.Log.Info().Str("addr", bound).Msg("admin listening")
+	return nil
+}
+
+// stop shuts the server down (no new connection, in-flight requests answered) and waits for its serving
+// goroutine, so a restarted admin can bind the port again.
+func (s *server) stop() {
+	if s.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		s.d.Log.Warn().Err(err).Msg("admin shutdown: closing the connections still open")
+		_ = s.srv.Close()
+	}
+	s.tasks.Stop()
+	s.srv, s.tasks = nil, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
