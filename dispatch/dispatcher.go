@@ -37,6 +37,7 @@ type Store interface {
 	PutReplayJob(j *store.ReplayJob) error
 	ReplayJobs() ([]store.ReplayJob, error)
 	ReplayDeadStep(j *store.ReplayJob, limit int, now int64) (int, error)
+	RedriveArchivedStep(j *store.ReplayJob, recs []*store.Record, cursor store.ArchiveCursor, skipped int, done bool) (int, error)
 	ClaimRef(seq uint64) (string, bool, error)
 	PutClaimRef(seq uint64, ref string) error
 }
@@ -90,6 +91,7 @@ type Dispatcher struct {
 	// claimAt is each source's claim threshold (sinks.ClaimThreshold); a source without one never claims.
 	claimAt map[string]int
 	claim   sinks.ClaimCheckIn // nil: no claim check (claim.go)
+	archive ArchiveReader      // nil: no archive replay (replay.go)
 
 	claimMu  sync.Mutex // guards claiming (used from lane goroutines); a leaf
 	claiming map[uint64]*claimCall

@@ -14,4 +14,9 @@
 // later that holds no slot; a hook too large for its source's queue sinks is checked in
 // to the claim check once, and every sink and retry of it carries the ref recorded in
 // the store (claim.go).
+//
+// The replayer actor runs replay jobs (replay.go): dlq jobs move dead rows back to due; archive jobs commit
+// again, as new hooks with fresh rows for their source's current sinks and the job's replay id, the archived
+// hooks received in a window. It reads the archive only through the ArchiveReader the instance installs, so
+// dispatch never imports the storage role; each step's rows and the job's cursor are one synced batch.
 package dispatch

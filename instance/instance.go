@@ -196,6 +196,19 @@ func (i *Instance) Start() error {
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
 		children = append(children, spec)
+		if i.disp != nil {
+			// Archive replay jobs run in dispatch's replayer (it knows each source's current sinks and paces
+			// replays against live traffic); the archive is read through this function, so dispatch never
+			// imports the storage role.
+			log := i.log.With().Str("component", "replayer").Logger()
+			i.disp.SetArchiveReader(func(ctx context.Context, from, to int64, pos store.ArchiveCursor) (store.ArchiveBatch, error) {
+				db := i.db.Load()
+				if db == nil {
+					return store.ArchiveBatch{}, store.ErrClosed
+				}
+				return storage.ReplayNext(ctx, db, i.blob, from, to, pos, log)
+			})
+		}
 	}
 	if cfg.HasRole(config.RoleClaimCheck) {
 		c, err := i.claimGatewayChild()

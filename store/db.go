@@ -76,6 +76,9 @@ type Record struct {
 	Value      []byte // AppendHook output, encoded on the caller's goroutine
 	Sinks      []SinkBinding
 	Archive    bool // write an archive obligation (only while the storage role runs)
+	// ReplayID is copied into every delivery row: set for a hook an archive replay commits again
+	// (RedriveArchivedStep), so its deliveries carry the job's replay id.
+	ReplayID string
 
 	// DedupeKey is the provider event key; with DedupeTTL > 0 the record is committed only if no live key of
 	// (Tenant, Source, DedupeKey) exists, and then holds the key for DedupeTTL. Either one empty: no dedupe.
@@ -571,25 +574,10 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 		db.ed.reset()
 		return first, nil
 	}
-	meta := db.cfs[cfDefault]
 	if seq != first {
 		// Burned before the write: whatever happens below, these seqs are never handed out again in this
 		// process, and m:next_seq on disk covers every seq that reached disk because it is in the same batch.
-		db.nextSeq.Store(seq)
-		for _, t := range db.newTenants {
-			db.key = appendTenantKey(db.key[:0], t.tenant)
-			db.val = binary.BigEndian.AppendUint32(db.val[:0], t.ord)
-			wb.PutCF(meta, db.key, db.val)
-		}
-		if db.nextOrd != ordBefore {
-			db.key = append(db.key[:0], metaNextOrd...)
-			db.val = binary.BigEndian.AppendUint32(db.val[:0], db.nextOrd)
-			wb.PutCF(meta, db.key, db.val)
-		}
-		db.putCountersLocked(wb)
-		db.key = append(db.key[:0], metaNextSeq...)
-		db.val = binary.BigEndian.AppendUint64(db.val[:0], seq)
-		wb.PutCF(meta, db.key, db.val)
+		db.putSeqMetaLocked(wb, ordBefore, seq)
 	}
 	var pen penCounts
 	if release {
@@ -624,6 +612,28 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 	return first, nil
 }
 
+// putSeqMetaLocked burns the seqs below next in memory and adds to wb what a batch committing records up to
+// next writes beside their rows: the new tenants' ordinals, m:next_ord (when ordinals were assigned since
+// ordBefore), the counters and m:next_seq.
+func (db *DB) putSeqMetaLocked(wb *grocksdb.WriteBatch, ordBefore uint32, next uint64) {
+	meta := db.cfs[cfDefault]
+	db.nextSeq.Store(next)
+	for _, t := range db.newTenants {
+		db.key = appendTenantKey(db.key[:0], t.tenant)
+		db.val = binary.BigEndian.AppendUint32(db.val[:0], t.ord)
+		wb.PutCF(meta, db.key, db.val)
+	}
+	if db.nextOrd != ordBefore {
+		db.key = append(db.key[:0], metaNextOrd...)
+		db.val = binary.BigEndian.AppendUint32(db.val[:0], db.nextOrd)
+		wb.PutCF(meta, db.key, db.val)
+	}
+	db.putCountersLocked(wb)
+	db.key = append(db.key[:0], metaNextSeq...)
+	db.val = binary.BigEndian.AppendUint64(db.val[:0], next)
+	wb.PutCF(meta, db.key, db.val)
+}
+
 // addRecordsLocked adds recs to wb as CommitHooks commits them at `at` (unix ms), the first committed one
 // taking seq first, and sets every record's Outcome. It returns the seq after the last committed record and how
 // many records got rows. The counter changes go to db.ed; the caller adds them (putCountersLocked) and the meta.
@@ -655,7 +665,7 @@ func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first ui
 			e := db.editLocked(ord)
 			for _, s := range r.Sinks {
 				row := DeliveryRow{SinkIndex: s.Index, SinkType: s.Type, State: StatePending, DueAt: at, Size: r.Size,
-					Source: r.Source, Ordered: s.Ordered, ReceivedAt: r.ReceivedAt}
+					Source: r.Source, Ordered: s.Ordered, ReceivedAt: r.ReceivedAt, ReplayID: r.ReplayID}
 				db.key = DeliveryKey{Seq: r.Outcome.Seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendDeliveryRow(db.val[:0], &row)
 				wb.PutCF(deliveries, db.key, db.val)

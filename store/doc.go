@@ -42,9 +42,10 @@
 //
 // Lock order: commitMu, then cmu, then qmu, then closeMu (shared), then stateMu.
 //
-//   - commitMu serialises CommitHooks: seq and ordinal assignment follow write order.
+//   - commitMu serialises CommitHooks (and RedriveArchivedStep, which commits hooks an archive replay reads
+//     back): seq and ordinal assignment follow write order.
 //   - cmu is held by every write that changes a counter (CommitHooks, ClaimDue, Complete, Reschedule, Bury,
-//     RecoverInflight, ReplayDeadStep, SweepDedupe, and PutReplayJob so a steer and a step cannot interleave),
+//     RecoverInflight, ReplayDeadStep, RedriveArchivedStep, SweepDedupe, and PutReplayJob so a steer and a step cannot interleave),
 //     from reading the counters until the batch is written and applied. Counter values are absolute, so two
 //     batches touching one tenant must reach RocksDB in the order their values were computed; holding cmu
 //     across the write is what guarantees it. It also makes a dedupe key's read and its write (CommitHooks) or

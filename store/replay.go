@@ -2,9 +2,12 @@ package store
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -12,18 +15,28 @@ import (
 // ReplayJob is a durable replay job (default CF, j:<id>). Its progress (Cursor, Moved, and State done) is
 // committed with the rows each step moves.
 type ReplayJob struct {
-	ID        [16]byte
-	Kind      string // "dlq"
-	Source    string // filter ("" = all)
-	Since     int64  // filter on DeadAt, unix ms (0 = unbounded)
+	ID     [16]byte
+	Kind   string // ReplayKindDLQ or ReplayKindArchive
+	Source string // filter ("" = all)
+	Tenant string // filter ("" = all; archive jobs)
+	// Since and Until filter a dlq job's rows on DeadAt, inclusive (0 = unbounded); an archive job's window is
+	// the hooks received in [Since, Until) (both required).
+	Since     int64 // unix ms
 	Until     int64
 	Rate      float64 // rows per second
 	MaxLagMS  int64
 	CreatedAt int64  // only rows dead at or before this move
 	State     string // running|paused|cancelled|done
 	Moved     int64
-	Cursor    []byte // last dead key visited
+	Skipped   int64  // archive jobs: catalogued segments skipped because their objects are gone or damaged
+	Cursor    []byte // dlq: last dead key visited; archive: an ArchiveCursor
 }
+
+// Replay job kinds (inventory F.5).
+const (
+	ReplayKindDLQ     = "dlq"
+	ReplayKindArchive = "archive"
+)
 
 // Replay job states the store acts on (dispatch owns the others' meaning).
 const (
@@ -38,10 +51,14 @@ const (
 	minReplayVisits    = 4096
 )
 
-const jobVersion = 1
+const (
+	jobVersionV1 = 1
+	jobVersion   = 2
+)
 
-// Encoding (version 1): version:8 id:128 kind source since:64 until:64 rate:64(float bits) max_lag_ms:64
-// created_at:64 state moved:64 cursor, integers big-endian, strings and the cursor uvarint length + bytes.
+// Encoding (version 2): version:8 id:128 kind source since:64 until:64 rate:64(float bits) max_lag_ms:64
+// created_at:64 state moved:64 cursor tenant skipped:64, integers big-endian, strings and the cursor uvarint
+// length + bytes. Version 1 ends after the cursor (no tenant filter, nothing skipped).
 
 // AppendReplayJob appends the encoding of j to dst.
 func AppendReplayJob(dst []byte, j *ReplayJob) []byte {
@@ -56,14 +73,17 @@ func AppendReplayJob(dst []byte, j *ReplayJob) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.CreatedAt))
 	dst = appendStr(dst, j.State)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(j.Moved))
-	return appendStr(dst, j.Cursor)
+	dst = appendStr(dst, j.Cursor)
+	dst = appendStr(dst, j.Tenant)
+	return binary.BigEndian.AppendUint64(dst, uint64(j.Skipped))
 }
 
 // DecodeReplayJob decodes a replay job; the result shares no memory with b. It never panics.
 func DecodeReplayJob(b []byte) (ReplayJob, error) {
 	var j ReplayJob
 	d := decoder{b: b}
-	if v := d.byte(); d.err == nil && v != jobVersion {
+	v := d.byte()
+	if d.err == nil && v != jobVersion && v != jobVersionV1 {
 		return ReplayJob{}, fmt.Errorf("replay job version %d: %w", v, ErrCorruptValue)
 	}
 	copy(j.ID[:], d.fixed(16))
@@ -79,6 +99,10 @@ func DecodeReplayJob(b []byte) (ReplayJob, error) {
 	if c := d.bytes(); d.err == nil && len(c) > 0 {
 		j.Cursor = bytes.Clone(c)
 	}
+	if v == jobVersion {
+		j.Tenant = d.str()
+		j.Skipped = int64(d.uint64())
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
 	}
@@ -91,6 +115,60 @@ func DecodeReplayJob(b []byte) (ReplayJob, error) {
 func appendJobKey(dst []byte, id [16]byte) []byte {
 	dst = append(dst, jobPrefix...)
 	return append(dst, id[:]...)
+}
+
+// Replay defaults: rate in items per second, lag in milliseconds.
+const (
+	DefaultReplayRate  = 1000
+	MaxReplayRate      = 100_000
+	DefaultReplayLagMS = 2000
+)
+
+// ErrReplayJob refuses a replay job that cannot run as asked (kind, window).
+var ErrReplayJob = errors.New("store: invalid replay job")
+
+// NewReplayJob returns a running job of kind from spec's kind, filters, window, rate and lag (ID, CreatedAt and
+// State are set here; a rate or lag of 0 takes the default, a rate above MaxReplayRate is capped). An archive
+// job needs Since < Until <= now: hooks received later are not archived yet, and a job that passed their place
+// in the catalogue would never see them. Record it with PutReplayJob; a node picks it up on its next replay
+// tick, or at its next boot when written into a stopped node's store.
+func NewReplayJob(spec ReplayJob, now time.Time) (ReplayJob, error) {
+	j := ReplayJob{ID: NewJobID(now), Kind: spec.Kind, Source: spec.Source, Tenant: spec.Tenant, Since: spec.Since,
+		Until: spec.Until, Rate: spec.Rate, MaxLagMS: spec.MaxLagMS, CreatedAt: now.UnixMilli(), State: replayRunning}
+	switch j.Kind {
+	case ReplayKindDLQ:
+	case ReplayKindArchive:
+		if j.Since <= 0 || j.Until <= j.Since {
+			return ReplayJob{}, fmt.Errorf("%w: an archive replay needs a window from < to, got [%d, %d)", ErrReplayJob, j.Since, j.Until)
+		}
+		if j.Until > j.CreatedAt {
+			return ReplayJob{}, fmt.Errorf("%w: an archive replay window must end by now (%s), not %s", ErrReplayJob,
+				now.UTC().Format(time.RFC3339), time.UnixMilli(j.Until).UTC().Format(time.RFC3339))
+		}
+	default:
+		return ReplayJob{}, fmt.Errorf("%w: unsupported kind %q", ErrReplayJob, j.Kind)
+	}
+	if j.Rate <= 0 {
+		j.Rate = DefaultReplayRate
+	}
+	j.Rate = min(j.Rate, MaxReplayRate)
+	if j.MaxLagMS <= 0 {
+		j.MaxLagMS = DefaultReplayLagMS
+	}
+	return j, nil
+}
+
+// NewJobID is a UUIDv7 of now: job ids sort by creation.
+func NewJobID(now time.Time) [16]byte {
+	var id [16]byte
+	_, _ = rand.Read(id[6:])
+	ms := uint64(now.UnixMilli())
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	id[6] = id[6]&0x0f | 0x70
+	id[8] = id[8]&0x3f | 0x80
+	return id
 }
 
 // PutReplayJob records j in one synced write: a new job, or new settings and state for an existing one. The
@@ -109,7 +187,7 @@ func (db *DB) PutReplayJob(j *ReplayJob) error {
 		return err
 	}
 	if found {
-		j.Cursor, j.Moved = stored.Cursor, stored.Moved
+		j.Cursor, j.Moved, j.Skipped = stored.Cursor, stored.Moved, stored.Skipped
 		if stored.State == replayDone {
 			j.State = replayDone
 		}
