@@ -48,6 +48,8 @@ type Config struct {
 	Backup     Backup     `yaml:"backup"`
 	ClaimCheck ClaimCheck `yaml:"claim_check"`
 	Health     Health     `yaml:"health"`
+	// Debug holds test-only switches; every one is off by default and none belongs in production.
+	Debug Debug `yaml:"debug"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
 	Sources map[string]Source `yaml:"sources" config:"noecho"`
 
@@ -141,6 +143,15 @@ type Health struct {
 	// SinkErrorWindowMS (wal.type none): a sink whose last publish failed less than this long ago, with no
 	// success since, makes /ready 503 naming it. Default 30_000; > 0. The original published no default.
 	SinkErrorWindowMS int `yaml:"sink_error_window_ms"`
+}
+
+// Debug is the debug section: switches black-box tests need to drive the binary into states a
+// healthy machine never reaches on demand. Off by default; never set in production.
+type Debug struct {
+	// HoldCommitsFile, when set, makes every synced store write wait while a file exists at this path
+	// (checked every 10 ms), as a stalled disk would: a test creates the file, sends requests that stay
+	// in flight, then removes it.
+	HoldCommitsFile string `yaml:"hold_commits_file"`
 }
 
 // Batcher sizes the per-partition batchers and the writer's group commit.

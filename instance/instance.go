@@ -81,6 +81,10 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 		return nil, err
 	}
 	log := opts.Log.With().Str("instance", cfg.Instance).Logger()
+	if path := cfg.Debug.HoldCommitsFile; path != "" {
+		log.Warn().Str("debug.hold_commits_file", path).Msg("test-only switch set: synced writes wait while this file exists")
+		opts.Faults = holdCommits(path, opts.Faults)
+	}
 	return &Instance{
 		cfg: cfg, opts: opts, log: log,
 		tel:    telemetry.New(cfg.Instance, log),
