@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/message"
 	"github.com/ankusa-go/ankusa/sinks/sinktest"
 )
@@ -149,10 +148,3 @@ func (c *consumer) payloads(id string) [][]byte {
 
 // bodies decodes the records of id as Message v1 and returns their bodies.
 func (c *consumer) bodies(id string) ([][]byte, error) { return sinktest.Bodies(c.payloads(id)) }
-
-// deliver runs one attempt under a deadline.
-func deliver(s sinks.Sink, e *sinks.Envelope, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	return s.Deliver(ctx, e)
-}

@@ -66,7 +66,7 @@ func TestConsumerReadsMessageV1(t *testing.T) {
 	body := sinktest.Binary(4096)
 	e := sinktest.Envelope(body)
 	e.ReplayID = "rp1"
-	if err := deliver(s, e, 10*time.Second); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	recs := newConsumer(t, c.ListenAddrs(), testTopic).records(e.IDText)
@@ -114,7 +114,7 @@ func TestNotEnoughReplicasIsRetriedAndNothingLost(t *testing.T) {
 	body := []byte(`{"event":"order.paid"}`)
 	e := sinktest.Envelope(body)
 	start := time.Now()
-	err := deliver(s, e, 10*time.Second)
+	err := sinktest.Deliver(s, e, 10*time.Second)
 	if err == nil {
 		t.Fatal("Deliver returned nil while every produce is refused with NOT_ENOUGH_REPLICAS")
 	}
@@ -134,7 +134,7 @@ func TestNotEnoughReplicasIsRetriedAndNothingLost(t *testing.T) {
 	h.Remove()
 	// Dispatch retries the hook until an attempt is acknowledged; the refused attempt's record may land too
 	// (at-least-once), but every copy is the hook.
-	poll.Eventually(t, 20*time.Second, func() error { return deliver(s, e, 10*time.Second) })
+	poll.Eventually(t, 20*time.Second, func() error { return sinktest.Deliver(s, e, 10*time.Second) })
 	got, err := cons.bodies(e.IDText)
 	if err != nil || len(got) == 0 {
 		t.Fatalf("after recovery: %d copies (err %v), want the body", len(got), err)
@@ -154,7 +154,7 @@ func TestAttemptOutlastsABriefRefusal(t *testing.T) {
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: testTopic, Err: kerr.NotEnoughReplicas, Count: -1})
 	e := sinktest.Envelope([]byte("brief"))
 	done := make(chan error, 1)
-	go func() { done <- deliver(s, e, 30*time.Second) }()
+	go func() { done <- sinktest.Deliver(s, e, 30*time.Second) }()
 	poll.True(t, 10*time.Second, "two refused produce requests", func() bool { return h.Hits() >= 2 })
 	h.Remove()
 	if err := <-done; err != nil {
@@ -172,14 +172,14 @@ func TestOversizeIsPermanent(t *testing.T) {
 
 	s := newTestSink(t, c.ListenAddrs(), map[string]any{"max_record_bytes": 2048})
 	e := sinktest.Envelope(sinktest.Binary(4096))
-	err := deliver(s, e, 10*time.Second)
+	err := sinktest.Deliver(s, e, 10*time.Second)
 	if cl, _ := sinks.Classify(err); cl != sinks.PermanentClass || !errors.Is(err, ErrOversize) {
 		t.Fatalf("a record over max_record_bytes: %v (%s), want a permanent ErrOversize", err, cl)
 	}
 
 	inline := newTestSink(t, c.ListenAddrs(), map[string]any{"inline_max_bytes": 1024})
 	e2 := sinktest.Envelope(sinktest.Binary(1025))
-	err = deliver(inline, e2, 10*time.Second)
+	err = sinktest.Deliver(inline, e2, 10*time.Second)
 	if cl, _ := sinks.Classify(err); cl != sinks.PermanentClass || !errors.Is(err, ErrOversize) {
 		t.Fatalf("a body over inline_max_bytes without a claim: %v (%s), want a permanent ErrOversize", err, cl)
 	}
@@ -187,7 +187,7 @@ func TestOversizeIsPermanent(t *testing.T) {
 	for _, code := range []*kerr.Error{kerr.MessageTooLarge, kerr.InvalidRecord, kerr.CorruptMessage} {
 		h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: testTopic, Err: code, Count: -1})
 		plain := newTestSink(t, c.ListenAddrs(), nil)
-		err := deliver(plain, sinktest.Envelope([]byte("x")), 10*time.Second)
+		err := sinktest.Deliver(plain, sinktest.Envelope([]byte("x")), 10*time.Second)
 		h.Remove()
 		if cl, _ := sinks.Classify(err); cl != sinks.PermanentClass || !errors.Is(err, code) {
 			t.Fatalf("broker answered %s: %v (%s), want permanent", code.Message, err, cl)
@@ -204,7 +204,7 @@ func TestMissingTopicIsRetriedAndNeverCreated(t *testing.T) {
 	c := newCluster(t, kfake.AllowAutoTopicCreation())
 	s := newTestSink(t, c.ListenAddrs(), map[string]any{"topic": "absent", "produce_timeout_ms": 1000})
 	start := time.Now()
-	err := deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second)
+	err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second)
 	if err == nil {
 		t.Fatal("Deliver to a missing topic returned nil")
 	}
@@ -261,14 +261,14 @@ func TestClusterRestartReconnects(t *testing.T) {
 	addrs := c.ListenAddrs()
 	s := newTestSink(t, addrs, map[string]any{"produce_timeout_ms": 1000})
 	before := sinktest.Envelope([]byte("before"))
-	if err := deliver(s, before, 10*time.Second); err != nil {
+	if err := sinktest.Deliver(s, before, 10*time.Second); err != nil {
 		c.Close()
 		t.Fatal(err)
 	}
 	c.Close()
 
 	t0 := time.Now()
-	err := deliver(s, sinktest.Envelope([]byte("during")), 1500*time.Millisecond)
+	err := sinktest.Deliver(s, sinktest.Envelope([]byte("during")), 1500*time.Millisecond)
 	if err == nil {
 		t.Fatal("Deliver with the cluster down returned nil")
 	}
@@ -279,7 +279,7 @@ func TestClusterRestartReconnects(t *testing.T) {
 	c = start()
 	defer c.Close()
 	after := sinktest.Envelope([]byte("after"))
-	poll.Eventually(t, 20*time.Second, func() error { return deliver(s, after, 2*time.Second) })
+	poll.Eventually(t, 20*time.Second, func() error { return sinktest.Deliver(s, after, 2*time.Second) })
 	cons := newConsumer(t, addrs, testTopic)
 	for _, e := range []*sinks.Envelope{before, after} {
 		if got, err := cons.bodies(e.IDText); err != nil || len(got) == 0 || !bytes.Equal(got[0], e.Body) {
@@ -298,12 +298,12 @@ func TestSASL(t *testing.T) {
 			c := newCluster(t, kfake.EnableSASL(), kfake.Superuser(mech.kafka, "ankusa", "s3cret"))
 			s := newTestSink(t, c.ListenAddrs(), map[string]any{"sasl": map[string]any{
 				"mechanism": mech.opt, "username": "ankusa", "password": "s3cret"}})
-			if err := deliver(s, sinktest.Envelope([]byte("authed")), 10*time.Second); err != nil {
+			if err := sinktest.Deliver(s, sinktest.Envelope([]byte("authed")), 10*time.Second); err != nil {
 				t.Fatalf("with the right credentials: %v", err)
 			}
 			bad := newTestSink(t, c.ListenAddrs(), map[string]any{"produce_timeout_ms": 1000, "sasl": map[string]any{
 				"mechanism": mech.opt, "username": "ankusa", "password": "wrong"}})
-			err := deliver(bad, sinktest.Envelope([]byte("refused")), 5*time.Second)
+			err := sinktest.Deliver(bad, sinktest.Envelope([]byte("refused")), 5*time.Second)
 			if cl, _ := sinks.Classify(err); err == nil || cl == sinks.PermanentClass {
 				t.Fatalf("with a wrong password: %v (%s), want a non-permanent error", err, cl)
 			}
@@ -346,7 +346,7 @@ func TestCloseFailsWaitingAttempts(t *testing.T) {
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: testTopic, Err: kerr.NotEnoughReplicas, Count: -1})
 	defer h.Remove()
 	done := make(chan error, 1)
-	go func() { done <- deliver(s, sinktest.Envelope([]byte("w")), 60*time.Second) }()
+	go func() { done <- sinktest.Deliver(s, sinktest.Envelope([]byte("w")), 60*time.Second) }()
 	poll.True(t, 10*time.Second, "a refused produce request", func() bool { return h.Hits() >= 1 })
 	_ = s.Close()
 	select {
@@ -357,7 +357,7 @@ func TestCloseFailsWaitingAttempts(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close left an attempt waiting")
 	}
-	if err := deliver(s, sinktest.Envelope([]byte("late")), time.Second); !errors.Is(err, sinks.ErrClosed) {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("late")), time.Second); !errors.Is(err, sinks.ErrClosed) {
 		t.Fatalf("Deliver after Close = %v, want ErrClosed", err)
 	}
 }
@@ -369,7 +369,7 @@ func TestIdempotentProducer(t *testing.T) {
 	c := newCluster(t)
 	s := newTestSink(t, c.ListenAddrs(), map[string]any{"idempotent": true, "produce_timeout_ms": 1000})
 	e := sinktest.Envelope([]byte("once"))
-	if err := deliver(s, e, 10*time.Second); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got := newConsumer(t, c.ListenAddrs(), testTopic).records(e.IDText); len(got) != 1 {
@@ -378,7 +378,7 @@ func TestIdempotentProducer(t *testing.T) {
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: testTopic, Err: kerr.NotEnoughReplicas, Count: -1})
 	defer h.Remove()
 	start := time.Now()
-	if err := deliver(s, sinktest.Envelope([]byte("refused")), 10*time.Second); err == nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("refused")), 10*time.Second); err == nil {
 		t.Fatal("Deliver returned nil while every produce is refused")
 	}
 	if el := time.Since(start); el > 3*time.Second {

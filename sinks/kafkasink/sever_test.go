@@ -67,7 +67,7 @@ func TestConnectionDropReconnects(t *testing.T) {
 	c := newCluster(t, kfake.ListenFn(sv.listen))
 	s := newTestSink(t, c.ListenAddrs(), map[string]any{"produce_timeout_ms": 2000})
 	cons := newConsumer(t, c.ListenAddrs(), testTopic)
-	if err := deliver(s, sinktest.Envelope([]byte("before")), 10*time.Second); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("before")), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,7 +80,7 @@ func TestConnectionDropReconnects(t *testing.T) {
 	out := make(chan res, n)
 	for i := 0; i < n; i++ {
 		e := sinktest.Envelope([]byte{byte(i)})
-		go func() { out <- res{e.Body, e.IDText, deliver(s, e, 10*time.Second)} }()
+		go func() { out <- res{e.Body, e.IDText, sinktest.Deliver(s, e, 10*time.Second)} }()
 	}
 	if cut := sv.sever(); cut == 0 {
 		t.Fatal("no connection to cut")
@@ -97,7 +97,7 @@ func TestConnectionDropReconnects(t *testing.T) {
 		}
 	}
 	after := sinktest.Envelope([]byte("after the cut"))
-	poll.Eventually(t, 10*time.Second, func() error { return deliver(s, after, 3*time.Second) })
+	poll.Eventually(t, 10*time.Second, func() error { return sinktest.Deliver(s, after, 3*time.Second) })
 	if got, err := cons.bodies(after.IDText); err != nil || len(got) == 0 {
 		t.Fatalf("after the cut: %d copies, err %v", len(got), err)
 	}

@@ -57,11 +57,11 @@ func TestTLS(t *testing.T) {
 	cert, ca := selfSigned(t)
 	c := newCluster(t, kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 	s := newTestSink(t, c.ListenAddrs(), map[string]any{"tls": map[string]any{"ca_file": ca, "server_name": "kafka.test"}})
-	if err := deliver(s, sinktest.Envelope([]byte("over tls")), 10*time.Second); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("over tls")), 10*time.Second); err != nil {
 		t.Fatalf("with the cluster's CA: %v", err)
 	}
 	untrusting := newTestSink(t, c.ListenAddrs(), map[string]any{"tls": true, "produce_timeout_ms": 1000})
-	err := deliver(untrusting, sinktest.Envelope([]byte("refused")), 5*time.Second)
+	err := sinktest.Deliver(untrusting, sinktest.Envelope([]byte("refused")), 5*time.Second)
 	if cl, _ := sinks.Classify(err); err == nil || cl == sinks.PermanentClass {
 		t.Fatalf("with the system roots only: %v (%s), want a non-permanent error", err, cl)
 	}

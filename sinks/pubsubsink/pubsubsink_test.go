@@ -79,12 +79,6 @@ func (f *fake) sink(t testing.TB, opts map[string]any) sinks.Sink {
 	return sinktest.NewSink(t, New, Type, opts)
 }
 
-func deliver(s sinks.Sink, e *sinks.Envelope) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Deliver(ctx, e)
-}
-
 // target runs the conformance suite against pstest. Received reads what the server accepted (srv.Messages,
 // no streaming pull held open) and decodes each Message v1 once.
 type target struct {
@@ -136,7 +130,7 @@ func TestSubscriberReceivesMessageV1WithAttributes(t *testing.T) {
 	body := sinktest.Binary(4096)
 	e := sinktest.Envelope(body)
 	e.ReplayID = "r1"
-	if err := deliver(s, e); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatalf("Deliver = %v", err)
 	}
 
@@ -185,14 +179,14 @@ func TestOversizeIsPermanent(t *testing.T) {
 	f := newFake(t)
 	f.topic(t, "oversize")
 	s := f.sink(t, map[string]any{"topic": "oversize", "max_message_bytes": 2048})
-	err := deliver(s, sinktest.Envelope(sinktest.Binary(1600)))
+	err := sinktest.Deliver(s, sinktest.Envelope(sinktest.Binary(1600)), 10*time.Second)
 	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrTooLarge) || cl != sinks.PermanentClass {
 		t.Fatalf("a message over max_message_bytes: %v (%s), want permanent ErrTooLarge", err, cl)
 	}
 	if n := len(f.srv.Messages()); n != 0 {
 		t.Fatalf("the server holds %d messages, want none", n)
 	}
-	if err := deliver(s, sinktest.Envelope(sinktest.Binary(100))); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope(sinktest.Binary(100)), 10*time.Second); err != nil {
 		t.Fatalf("a message under the limit: %v", err)
 	}
 }
@@ -219,7 +213,7 @@ func TestServiceErrorClasses(t *testing.T) {
 		fk := newFake(t, pstest.WithErrorInjection("Publish", code, "injected"))
 		fk.topic(t, "errors")
 		s := fk.sink(t, map[string]any{"topic": "errors", "timeout_ms": 1500})
-		err := deliver(s, sinktest.Envelope([]byte("x")))
+		err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second)
 		if cl, _ := sinks.Classify(err); err == nil || cl != want {
 			t.Fatalf("%s: %v classified %s, want %s", code, err, cl, want)
 		}
@@ -277,7 +271,7 @@ func TestTokenNeverInErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	err = deliver(s, sinktest.Envelope([]byte("x")))
+	err = sinktest.Deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second)
 	if cl, _ := sinks.Classify(err); err == nil || cl == sinks.PermanentClass {
 		t.Fatalf("TLS to a plaintext server: %v (%s), want a retried failure", err, cl)
 	}

@@ -2,7 +2,6 @@ package rabbitsink
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net"
 	"strings"
@@ -51,12 +50,6 @@ func TestConformance(t *testing.T) {
 	sinktest.Run(t, &target{b: newBroker(t)})
 }
 
-func deliver(s sinks.Sink, e *sinks.Envelope, within time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	return s.Deliver(ctx, e)
-}
-
 // Inventory D.2/D.4: a consumer gets Message v1 (body byte-exact), persistent, message_id = hook id,
 // content_type application/json, AMQP headers = the broker header set, routing key ankusa.<source_id>.
 func TestConsumerGetsMessageV1(t *testing.T) {
@@ -65,7 +58,7 @@ func TestConsumerGetsMessageV1(t *testing.T) {
 	body := sinktest.Binary(2048)
 	e := sinktest.Envelope(body)
 	e.ReplayID = "rp-7"
-	if err := deliver(s, e, attempt); err != nil {
+	if err := sinktest.Deliver(s, e, attempt); err != nil {
 		t.Fatal(err)
 	}
 	ds := b.deliveries(e.IDText)
@@ -103,13 +96,13 @@ func TestConsumerGetsMessageV1(t *testing.T) {
 func TestUnroutableIsRetriedUntilAQueueIsBound(t *testing.T) {
 	b := newBroker(t)
 	s := b.sink(t, b.url, nil)
-	if err := deliver(s, sinktest.Envelope([]byte("routed")), attempt); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("routed")), attempt); err != nil {
 		t.Fatal(err)
 	}
 	b.deleteQueue()
 	e := sinktest.Envelope([]byte("while no queue is bound"))
 	for i := 0; i < 20; i++ { // many: a return overtaken by its ack even once would show as nil
-		err := deliver(s, e, attempt)
+		err := sinktest.Deliver(s, e, attempt)
 		if !errors.Is(err, ErrUnroutable) {
 			t.Fatalf("attempt %d with no queue bound = %v, want unroutable", i, err)
 		}
@@ -118,7 +111,7 @@ func TestUnroutableIsRetriedUntilAQueueIsBound(t *testing.T) {
 		}
 	}
 	b.declareQueue()
-	if err := deliver(s, e, attempt); err != nil {
+	if err := sinktest.Deliver(s, e, attempt); err != nil {
 		t.Fatalf("after the queue is bound again: %v", err)
 	}
 	if got, err := b.bodies(e.IDText); err != nil || len(got) != 1 || !bytes.Equal(got[0], e.Body) {
@@ -144,7 +137,7 @@ func TestReturnsAreMatchedToTheirAttempts(t *testing.T) {
 			s = lost
 		}
 		go func() {
-			out <- res{s == lost, deliver(s, sinktest.Envelope([]byte("x")), attempt)}
+			out <- res{s == lost, sinktest.Deliver(s, sinktest.Envelope([]byte("x")), attempt)}
 		}()
 	}
 	for i := 0; i < n; i++ {
@@ -163,7 +156,7 @@ func TestReturnsAreMatchedToTheirAttempts(t *testing.T) {
 func TestMissingExchangeClosesTheChannelAndIsRetried(t *testing.T) {
 	b := newBroker(t)
 	s := b.sink(t, b.url, map[string]any{"exchange": "ankusa-test-absent-" + b.queue})
-	err := deliver(s, sinktest.Envelope([]byte("x")), attempt)
+	err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), attempt)
 	if !errors.Is(err, ErrChannelClosed) || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("publish to a missing exchange = %v, want channel_closed naming 404", err)
 	}
@@ -171,13 +164,13 @@ func TestMissingExchangeClosesTheChannelAndIsRetried(t *testing.T) {
 		t.Fatalf("a missing exchange classified permanent")
 	}
 	good := b.sink(t, b.url, nil)
-	if err := deliver(good, sinktest.Envelope([]byte("y")), attempt); err != nil {
+	if err := sinktest.Deliver(good, sinktest.Envelope([]byte("y")), attempt); err != nil {
 		t.Fatal(err)
 	}
 	// The same sink keeps failing the same way (it reopened its channel), never wedges into not_connected
 	// for good.
 	poll.Eventually(t, 10*time.Second, func() error {
-		if err := deliver(s, sinktest.Envelope([]byte("z")), attempt); !errors.Is(err, ErrChannelClosed) {
+		if err := sinktest.Deliver(s, sinktest.Envelope([]byte("z")), attempt); !errors.Is(err, ErrChannelClosed) {
 			return errors.New("not yet channel_closed again: " + err.Error())
 		}
 		return nil
@@ -189,12 +182,12 @@ func TestBusyPastMaxInflight(t *testing.T) {
 	b := newBroker(t)
 	s := b.sink(t, b.url, map[string]any{"max_inflight": 1})
 	s.inflight <- struct{}{} // one attempt waiting
-	err := deliver(s, sinktest.Envelope([]byte("x")), attempt)
+	err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), attempt)
 	<-s.inflight
 	if !errors.Is(err, ErrBusy) {
 		t.Fatalf("Deliver past max_inflight = %v, want busy", err)
 	}
-	if err := deliver(s, sinktest.Envelope([]byte("x")), attempt); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), attempt); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -205,7 +198,7 @@ func TestSeverMidFlightReconnectsAndLosesNothing(t *testing.T) {
 	b := newBroker(t)
 	p := sinktest.NewProxy(t, services.RabbitMQAddr)
 	s := b.sink(t, urlAt(p.Addr()), map[string]any{"retry_ms": 500})
-	if err := deliver(s, sinktest.Envelope([]byte("warm")), attempt); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("warm")), attempt); err != nil {
 		t.Fatal(err)
 	}
 	const n = 32
@@ -216,7 +209,7 @@ func TestSeverMidFlightReconnectsAndLosesNothing(t *testing.T) {
 	out := make(chan res, n)
 	for i := 0; i < n; i++ {
 		e := sinktest.Envelope([]byte("in flight"))
-		go func() { out <- res{e, deliver(s, e, attempt)} }()
+		go func() { out <- res{e, sinktest.Deliver(s, e, attempt)} }()
 	}
 	p.Sever()
 	var failed []*sinks.Envelope
@@ -234,7 +227,7 @@ func TestSeverMidFlightReconnectsAndLosesNothing(t *testing.T) {
 	t.Logf("%d of %d attempts in flight failed at the cut", len(failed), n)
 	// Dispatch retries the failed ones: each is delivered once the sink reconnected.
 	for _, e := range failed {
-		poll.Eventually(t, 15*time.Second, func() error { return deliver(s, e, 2*time.Second) })
+		poll.Eventually(t, 15*time.Second, func() error { return sinktest.Deliver(s, e, 2*time.Second) })
 		if len(b.deliveries(e.IDText)) == 0 {
 			t.Fatalf("retried %s: nil but not in the queue", e.IDText)
 		}
@@ -246,11 +239,11 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	b := newBroker(t)
 	p := sinktest.NewProxy(t, services.RabbitMQAddr)
 	s := b.sink(t, urlAt(p.Addr()), nil)
-	if err := deliver(s, sinktest.Envelope([]byte("x")), attempt); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), attempt); err != nil {
 		t.Fatal(err)
 	}
 	p.Pause()
-	if err := deliver(s, sinktest.Envelope([]byte("y")), time.Second); err == nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("y")), time.Second); err == nil {
 		t.Fatal("Deliver returned nil with the broker unreachable")
 	}
 	done := make(chan struct{})
@@ -260,7 +253,7 @@ func TestCloseWhileReconnecting(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return while the sink was reconnecting")
 	}
-	if err := deliver(s, sinktest.Envelope([]byte("z")), time.Second); !errors.Is(err, sinks.ErrClosed) {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("z")), time.Second); !errors.Is(err, sinks.ErrClosed) {
 		t.Fatalf("Deliver after Close = %v, want ErrClosed", err)
 	}
 }
@@ -327,20 +320,20 @@ func TestOversizeIsPermanent(t *testing.T) {
 func TestBlockedBrokerRefusesAtOnce(t *testing.T) {
 	b := newBroker(t)
 	s := b.sink(t, b.url, nil)
-	if err := deliver(s, sinktest.Envelope([]byte("warm")), attempt); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("warm")), attempt); err != nil {
 		t.Fatal(err)
 	}
 	reason := "low on memory"
 	s.blocked.Store(&reason)
 	e := sinktest.Envelope([]byte("blocked"))
-	if err := deliver(s, e, attempt); !errors.Is(err, ErrPublishFailed) || !strings.Contains(err.Error(), reason) {
+	if err := sinktest.Deliver(s, e, attempt); !errors.Is(err, ErrPublishFailed) || !strings.Contains(err.Error(), reason) {
 		t.Fatalf("Deliver while blocked = %v, want publish_failed naming the reason", err)
 	}
 	if len(b.deliveries(e.IDText)) != 0 {
 		t.Fatal("published while the broker blocks publishing")
 	}
 	s.blocked.Store(nil)
-	if err := deliver(s, e, attempt); err != nil {
+	if err := sinktest.Deliver(s, e, attempt); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,10 +1,12 @@
 package sinktest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -100,4 +102,11 @@ func (f *Filed) Add(t testing.TB, payload []byte) {
 func (f *Filed) Received(id string) ([][]byte, bool) {
 	b, ok := f.bodies[id]
 	return b, ok
+}
+
+// Deliver runs one attempt of e on s under a deadline of within, as a lane does.
+func Deliver(s sinks.Sink, e *sinks.Envelope, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return s.Deliver(ctx, e)
 }

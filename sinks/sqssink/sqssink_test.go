@@ -2,7 +2,6 @@ package sqssink
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -36,12 +35,6 @@ func newSink(t testing.TB, opts map[string]any) sinks.Sink {
 		opts["credentials"] = testCreds
 	}
 	return sinktest.NewSink(t, New, Type, opts)
-}
-
-func deliver(s sinks.Sink, e *sinks.Envelope) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Deliver(ctx, e)
 }
 
 // target runs the conformance suite against a goaws queue: Received reads what the queue holds (Held),
@@ -92,7 +85,7 @@ func TestConsumerReadsMessageV1WithAttributes(t *testing.T) {
 	body := sinktest.Binary(4096)
 	e := sinktest.Envelope(body)
 	e.ReplayID = "r1"
-	if err := deliver(s, e); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatalf("Deliver = %v", err)
 	}
 	msgs := c.Drain(t, q)
@@ -130,13 +123,13 @@ func TestFIFODeduplicatesRetriesButNotReplays(t *testing.T) {
 	s := newSink(t, map[string]any{"queue_url": q})
 	e := sinktest.Envelope([]byte(`{"n":1}`))
 	for i := 0; i < 2; i++ { // the same hook, attempted twice
-		if err := deliver(s, e); err != nil {
+		if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 			t.Fatalf("attempt %d: %v", i+1, err)
 		}
 	}
 	replay := *e
 	replay.ReplayID = "rp-7"
-	if err := deliver(s, &replay); err != nil {
+	if err := sinktest.Deliver(s, &replay, 10*time.Second); err != nil {
 		t.Fatalf("replay: %v", err)
 	}
 	var got []string
@@ -190,16 +183,16 @@ func TestOversizeIsPermanent(t *testing.T) {
 	q := c.CreateQueue(t, "oversize", map[string]string{"MaximumMessageSize": "2048"})
 
 	s := newSink(t, map[string]any{"queue_url": q, "max_message_bytes": 2048})
-	err := deliver(s, sinktest.Envelope(sinktest.Binary(1600)))
+	err := sinktest.Deliver(s, sinktest.Envelope(sinktest.Binary(1600)), 10*time.Second)
 	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrTooLarge) || cl != sinks.PermanentClass {
 		t.Fatalf("a message over max_message_bytes: %v (%s), want permanent ErrTooLarge", err, cl)
 	}
-	if err := deliver(s, sinktest.Envelope(sinktest.Binary(100))); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope(sinktest.Binary(100)), 10*time.Second); err != nil {
 		t.Fatalf("a message under the limit: %v", err)
 	}
 
 	big := newSink(t, map[string]any{"queue_url": q}) // the sink allows 1 MiB, the queue 2 KiB
-	err = deliver(big, sinktest.Envelope(sinktest.Binary(4000)))
+	err = sinktest.Deliver(big, sinktest.Envelope(sinktest.Binary(4000)), 10*time.Second)
 	if cl, _ := sinks.Classify(err); cl != sinks.PermanentClass {
 		t.Fatalf("the queue refused the size: %v (%s), want permanent", err, cl)
 	}
@@ -242,7 +235,7 @@ func TestChecksumMismatchIsTransient(t *testing.T) {
 	proxy := httptest.NewServer(rp)
 	defer proxy.Close()
 	s := newSink(t, map[string]any{"queue_url": q, "endpoint": proxy.URL})
-	err := deliver(s, sinktest.Envelope([]byte("x")))
+	err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second)
 	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrChecksum) || cl != sinks.Transient {
 		t.Fatalf("rewritten digest: %v (%s), want transient ErrChecksum", err, cl)
 	}
@@ -279,7 +272,7 @@ func TestServiceErrorClasses(t *testing.T) {
 		mu.Lock()
 		cur = a
 		mu.Unlock()
-		err := deliver(s, sinktest.Envelope([]byte("x")))
+		err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second)
 		cl, d := sinks.Classify(err)
 		if err == nil || cl != want || d != wantDelay {
 			t.Fatalf("%d %s (Retry-After %q): %v classified %s %s, want %s %s", a.status, a.code, a.retryAfter, err, cl, d, want, wantDelay)
