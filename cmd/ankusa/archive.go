@@ -19,11 +19,11 @@ import (
 	"github.com/ankusa-go/ankusa/store"
 )
 
-// archiveCommand is `ankusa archive get|list`: it reads the node's archive through a read-only open of its
-// store (no lock taken, so it works while the node runs, and sees the catalogue as of the open) and the
-// storage blob store its config names.
+// archiveCommand is `ankusa archive get|list|replay`. get and list read the node's archive through a
+// read-only open of its store (no lock taken, so it works while the node runs, and sees the catalogue as of
+// the open) and the storage blob store its config names.
 func archiveCommand(stdout io.Writer, env func(string) (string, bool)) *cobra.Command {
-	cmd := &cobra.Command{Use: "archive", Short: "Read the archive: fetch a hook back by id, list segments"}
+	cmd := &cobra.Command{Use: "archive", Short: "Read the archive: fetch a hook back by id, list segments, replay a window"}
 	var asJSON bool
 	get := &cobra.Command{
 		Use:   "get <hook id>",
@@ -73,7 +73,74 @@ func archiveCommand(stdout io.Writer, env func(string) (string, bool)) *cobra.Co
 			})
 		},
 	}
-	cmd.AddCommand(get, list)
+	cmd.AddCommand(get, list, archiveReplayCommand(stdout, env))
+	return cmd
+}
+
+// archiveReplayCommand is `ankusa archive replay`: it records an archive replay job in the store of a stopped
+// node, which runs it from its next boot. The running node holds its store's lock, so the command refuses
+// then; there is no admin API for replays yet.
+func archiveReplayCommand(stdout io.Writer, env func(string) (string, bool)) *cobra.Command {
+	var fromText, toText, source, tenant string
+	var rate float64
+	cmd := &cobra.Command{
+		Use:   "replay --from <RFC3339> --to <RFC3339> [--source id] [--tenant name]",
+		Short: "Record a job, in a stopped node's store, that delivers again the archived hooks received in [from, to)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			from, err := time.Parse(time.RFC3339Nano, fromText)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--from %q is not an RFC 3339 time", fromText)}
+			}
+			to, err := time.Parse(time.RFC3339Nano, toText)
+			if err != nil {
+				return &exitError{code: 2, err: fmt.Errorf("--to %q is not an RFC 3339 time", toText)}
+			}
+			cfg, err := loadConfig(env)
+			if err != nil {
+				return err
+			}
+			if _, ok := cfg.Sources[source]; source != "" && !ok {
+				return &exitError{code: 2, err: fmt.Errorf("--source %q is not a configured source", source)}
+			}
+			j, err := store.NewReplayJob(store.ReplayJob{Kind: store.ReplayKindArchive, Source: source, Tenant: tenant,
+				Since: from.UnixMilli(), Until: to.UnixMilli(), Rate: rate}, time.Now())
+			if err != nil {
+				return &exitError{code: 2, err: err}
+			}
+			dir := cfg.StoreDir()
+			if held, err := store.HoldsDatabase(dir); err != nil || !held {
+				return fmt.Errorf("no store in %s (%v): nothing was archived by this node", dir, err)
+			}
+			db, err := store.Open(store.Options{Dir: dir, Log: zerolog.Nop()})
+			if err != nil {
+				return fmt.Errorf("cannot open the store (is the node running? stop it first): %w", err)
+			}
+			err = db.PutReplayJob(&j)
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("cannot record the replay job: %w", err)
+			}
+			if !cfg.HasRole(config.RoleDispatch) || !cfg.HasRole(config.RoleStorage) {
+				fmt.Fprintln(c.ErrOrStderr(), "warning: this node's roles lack dispatch or storage: the job waits until it runs both")
+			}
+			return json.NewEncoder(stdout).Encode(map[string]any{
+				"replay_id": uuid.UUID(j.ID).String(), "kind": j.Kind, "state": j.State,
+				"from":   time.UnixMilli(j.Since).UTC().Format(time.RFC3339Nano),
+				"to":     time.UnixMilli(j.Until).UTC().Format(time.RFC3339Nano),
+				"source": j.Source, "tenant": j.Tenant, "rate": j.Rate,
+			})
+		},
+	}
+	cmd.Flags().StringVar(&fromText, "from", "", "start of the window (RFC 3339, inclusive; a hook's received_at)")
+	cmd.Flags().StringVar(&toText, "to", "", "end of the window (RFC 3339, exclusive; not after now)")
+	cmd.Flags().StringVar(&source, "source", "", "only hooks of this source id")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "only hooks of this tenant")
+	cmd.Flags().Float64Var(&rate, "rate", 0, "hooks per second (default 1000, at most 100000)")
+	_ = cmd.MarkFlagRequired("from")
+	_ = cmd.MarkFlagRequired("to")
 	return cmd
 }
 

@@ -1,6 +1,6 @@
 // Command ankusa runs an Ankusa node: `ankusa serve` starts the instance its config
 // names; check-config, print-config and version inspect it; `archive get|list` read its
-// archive.
+// archive and `archive replay` records an archive replay job in a stopped node's store.
 package main
 
 import (
