@@ -144,13 +144,6 @@ func TestConformance(t *testing.T) {
 	sinktest.Run(t, &target{st: newStream(t)})
 }
 
-func deliver(t *testing.T, s sinks.Sink, e *sinks.Envelope) error {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Deliver(ctx, e)
-}
-
 // Inventory D.2 "JetStream pub ack" and D.4: nil means the stream holds the Message v1, with the broker
 // header set and Nats-Msg-Id; a retry of the same hook is a duplicate the stream drops, a replay is stored
 // again under "<id>:replay:<replay_id>".
@@ -159,7 +152,7 @@ func TestNilMeansTheStreamHoldsIt(t *testing.T) {
 	s := newSink(t, map[string]any{"servers": "nats://" + services.NATSAddr, "subject": st.subject})
 	defer s.Close()
 	e := sinktest.Envelope([]byte(`{"event":"push"}`))
-	if err := deliver(t, s, e); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	msgs := st.messages(t, e.IDText)
@@ -179,14 +172,14 @@ func TestNilMeansTheStreamHoldsIt(t *testing.T) {
 		t.Fatalf("Nats-Msg-Id = %q, want the hook id", got)
 	}
 
-	if err := deliver(t, s, e); err != nil { // a retry after a lost ack
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil { // a retry after a lost ack
 		t.Fatalf("retry: %v", err)
 	}
 	if n := len(st.messages(t, e.IDText)); n != 1 {
 		t.Fatalf("a retry of the same hook was stored again (%d messages)", n)
 	}
 	e.ReplayID = "rp1"
-	if err := deliver(t, s, e); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	msgs = st.messages(t, e.IDText)
@@ -202,11 +195,11 @@ func TestNoStreamIsRetriedUntilTheStreamIsBack(t *testing.T) {
 	st := newStream(t)
 	s := newSink(t, map[string]any{"servers": "nats://" + services.NATSAddr, "subject": st.subject})
 	defer s.Close()
-	if err := deliver(t, s, sinktest.Envelope([]byte("first"))); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("first")), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	st.delete(t)
-	err := deliver(t, s, sinktest.Envelope([]byte("while gone")))
+	err := sinktest.Deliver(s, sinktest.Envelope([]byte("while gone")), 10*time.Second)
 	if cl, _ := sinks.Classify(err); !errors.Is(err, ErrNoStream) || cl != sinks.Transient {
 		t.Fatalf("Deliver without a stream = %v (%s), want transient ErrNoStream", err, cl)
 	}
@@ -217,7 +210,7 @@ func TestNoStreamIsRetriedUntilTheStreamIsBack(t *testing.T) {
 	}
 	st.create(t)
 	e := sinktest.Envelope([]byte("after"))
-	if err := deliver(t, s, e); err != nil {
+	if err := sinktest.Deliver(s, e, 10*time.Second); err != nil {
 		t.Fatalf("after the stream is back: %v", err)
 	}
 	if len(st.messages(t, e.IDText)) != 1 {
@@ -244,10 +237,10 @@ func TestOverMaxPayloadIsPermanent(t *testing.T) {
 	st := newStream(t)
 	s := newSink(t, map[string]any{"servers": "nats://" + services.NATSAddr, "subject": st.subject, "inline_max_bytes": 64 << 20})
 	defer s.Close()
-	if err := deliver(t, s, sinktest.Envelope([]byte("connect"))); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("connect")), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	err := deliver(t, s, sinktest.Envelope(make([]byte, int(st.nc.MaxPayload())+1)))
+	err := sinktest.Deliver(s, sinktest.Envelope(make([]byte, int(st.nc.MaxPayload())+1)), 10*time.Second)
 	if cl, _ := sinks.Classify(err); cl != sinks.PermanentClass || !errors.Is(err, nats.ErrMaxPayload) {
 		t.Fatalf("over max_payload: %v (%s)", err, cl)
 	}
@@ -298,7 +291,7 @@ func TestAuthOptionsConnect(t *testing.T) {
 	st := newStream(t)
 	for _, auth := range []map[string]any{{"user": "u", "password": "p"}, {"token": "t"}} {
 		s := newSink(t, map[string]any{"servers": "nats://" + services.NATSAddr, "subject": st.subject, "auth": auth})
-		if err := deliver(t, s, sinktest.Envelope([]byte("authed"))); err != nil {
+		if err := sinktest.Deliver(s, sinktest.Envelope([]byte("authed")), 10*time.Second); err != nil {
 			t.Fatalf("auth %v: %v", auth, err)
 		}
 		_ = s.Close()
@@ -315,7 +308,7 @@ func TestLogsOutagesNotStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := deliver(t, s, sinktest.Envelope([]byte("x"))); err != nil {
+	if err := sinktest.Deliver(s, sinktest.Envelope([]byte("x")), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	lost := func() int { return strings.Count(buf.String(), "nats connection lost") }
