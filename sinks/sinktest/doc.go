@@ -9,4 +9,9 @@
 // Transient error. A Target whose sink holds connections (Reconnecting) also proves the sink recovers on its
 // own after the connection is cut or the destination is unreachable for a while, through Proxy; a Target that
 // states whether its destination keeps hooks (Durability) proves Durable says the same.
+//
+// Beside the suite it holds what every sink's own tests share, so a sink package writes only what is its own:
+// building a sink as an instance does (NewSink), one attempt under a deadline (Deliver), the option-error rule
+// (RefusesOptions), reading Message v1 back (ReceivedMessages, Filed, OfHook), the inline_max_bytes rule
+// (InlineLimit) and the delivery benchmark (BenchDeliver). It is imported by tests only, and imports no sink.
 package sinktest
