@@ -120,7 +120,8 @@ type archiveRead struct {
 	loading bool
 	batch   store.ArchiveBatch
 	next    int
-	skipped int // batch.Skipped, until a step has recorded it
+	skipped int       // batch.Skipped, until a step has recorded it
+	retryAt time.Time // set when the read failed: read again from then
 }
 
 // archiveReadDone is a read task's result.
@@ -133,8 +134,12 @@ type archiveReadDone struct {
 
 const replayTick = 100 * time.Millisecond
 
-// archiveReadTimeout bounds one segment read of an archive job.
-const archiveReadTimeout = 2 * time.Minute
+// archiveReadTimeout bounds one segment read of an archive job; archiveRetry is the wait after a read that
+// failed (a catalogue or blob store error, not a skipped segment).
+const (
+	archiveReadTimeout = 2 * time.Minute
+	archiveRetry       = 5 * time.Second
+)
 
 type replayTickMsg struct{}
 
@@ -169,8 +174,9 @@ func (r *replayer) Receive(ctx actor.Context) {
 	case *archiveReadDone:
 		if a := r.archive[m.id]; a != nil && a.loading && a.at == m.at {
 			if m.err != nil {
-				r.d.log.Error().Err(m.err).Str("replay_id", uuid.UUID(m.id).String()).Msg("archive replay: cannot read the archive")
-				delete(r.archive, m.id) // read again next tick
+				r.d.log.Error().Err(m.err).Str("replay_id", uuid.UUID(m.id).String()).
+					Dur("retry_in", archiveRetry).Msg("archive replay: cannot read the archive")
+				a.loading, a.retryAt = false, r.d.now().Add(archiveRetry)
 				return
 			}
 			a.loading, a.batch, a.next, a.skipped = false, m.batch, 0, m.batch.Skipped
@@ -260,8 +266,11 @@ func (r *replayer) archiveReady(j *store.ReplayJob) bool {
 		return false
 	}
 	a := r.archive[j.ID]
-	if a != nil && a.at == at {
+	if a != nil && a.at == at && a.retryAt.IsZero() {
 		return !a.loading
+	}
+	if a != nil && a.at == at && r.d.now().Before(a.retryAt) {
+		return false
 	}
 	a = &archiveRead{at: at, loading: true}
 	if !r.readFn(j.ID, *j, at) {
