@@ -115,6 +115,9 @@ func (i *Instance) Start() error {
 		}
 	}
 	i.tel.SourcesWithoutDedupe(without)
+	if cfg.WAL.Type != config.WALNone {
+		i.tel.Disk(cfg.Node.DataDir)
+	}
 	if err := i.prepareBackup(); err != nil {
 		i.system.Shutdown()
 		return fmt.Errorf("instance %s: %w", cfg.Instance, err)
