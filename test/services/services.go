@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"testing"
 	"time"
 
@@ -62,3 +63,19 @@ func RabbitMQ(t testing.TB) string {
 
 // CI reports whether the tests run under CI (CI=true).
 func CI() bool { return os.Getenv("CI") == "true" }
+
+// Command finds the program name on PATH. When it is missing the test fails under CI=true
+// (.ci/run installs it; install says how) and is skipped elsewhere.
+func Command(t testing.TB, name, install string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	msg := fmt.Sprintf("%s is not installed (%s)", name, install)
+	if CI() {
+		t.Fatalf("%s (CI=true: a test whose tool is missing fails, it never skips)", msg)
+	}
+	t.Skip(msg)
+	return ""
+}
