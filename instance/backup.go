@@ -110,6 +110,11 @@ func (i *Instance) reconcileRestored(ctx context.Context, m *backup.Manifest) er
 	if err == nil {
 		st, err = storage.Recatalogue(ctx, db, bs, cfg.NodeID(), from, time.Now().UnixMilli(), i.log)
 	}
+	if err == nil && st.Catalogued > 0 {
+		// The catalogue rows are synced, the clearing of the obligations they cover is not (as after a
+		// compaction): one synced write carries it to disk before the restore marker goes.
+		err = db.Probe()
+	}
 	if err == nil {
 		err = db.AdvanceNextSeq(st.HighestSeq + 1)
 	}
