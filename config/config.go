@@ -152,6 +152,10 @@ type Debug struct {
 	// (checked every 10 ms), as a stalled disk would: a test creates the file, sends requests that stay
 	// in flight, then removes it.
 	HoldCommitsFile string `yaml:"hold_commits_file"`
+	// KillFile, when set, is kill injection from outside the process: while a file exists at this path
+	// holding an actor's path under the instance (edge/writer), that actor is crashed by every ordinary
+	// message it receives (re-armed every 10 ms), as a bug that crashes it each time would.
+	KillFile string `yaml:"kill_file"`
 }
 
 // Batcher sizes the per-partition batchers and the writer's group commit.

@@ -25,6 +25,7 @@ import (
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/supervision"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
 // ErrUnsupported refuses a configuration this build cannot run (see Check): booting it
@@ -71,6 +72,9 @@ type Instance struct {
 	adminAddr atomic.Pointer[string]
 	claimAddr atomic.Pointer[string]
 
+	// debug runs the test-only watchers of the debug section (debug.kill_file).
+	debug task.Group
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -84,6 +88,9 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 	if path := cfg.Debug.HoldCommitsFile; path != "" {
 		log.Warn().Str("debug.hold_commits_file", path).Msg("test-only switch set: synced writes wait while this file exists")
 		opts.Faults = holdCommits(path, opts.Faults)
+	}
+	if path := cfg.Debug.KillFile; path != "" {
+		log.Warn().Str("debug.kill_file", path).Msg("test-only switch set: the actor this file names crashes on every message")
 	}
 	return &Instance{
 		cfg: cfg, opts: opts, log: log,
@@ -241,6 +248,9 @@ func (i *Instance) Start() error {
 		return fmt.Errorf("instance %s: cannot start: %w", cfg.Instance, err)
 	}
 	i.tree = tree
+	if cfg.Debug.KillFile != "" {
+		i.watchKillFile(&i.debug)
+	}
 	return nil
 }
 
@@ -363,6 +373,7 @@ func (i *Instance) Drain(ctx context.Context) error {
 // Stop stops the tree (reverse order) and the actor system. It is idempotent.
 func (i *Instance) Stop() error {
 	i.stopOnce.Do(func() {
+		i.debug.Stop()
 		if i.tree != nil {
 			// A request in flight waits at most its record deadline, or under wal.type none its
 			// publish deadline.

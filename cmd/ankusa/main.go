@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -56,33 +55,49 @@ func runWith(args []string, stdout, stderr io.Writer, env func(string) (string, 
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.AddCommand(
-		&cobra.Command{Use: "serve", Short: "Run the node", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
-			if signals == nil {
-				sig := make(chan os.Signal, 2)
-				signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
-				defer signal.Stop(sig)
-				signals = sig
-			}
-			return serve(stderr, env, signals)
-		}},
-		&cobra.Command{Use: "check-config", Short: "Validate the config and print a summary", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
-			cfg, err := loadConfig(env)
-			if err != nil {
-				return err
-			}
+	var serveFiles, checkFiles []string
+	serveCmd := &cobra.Command{Use: "serve", Short: "Run the node: one instance per config", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
+		if signals == nil {
+			sig := make(chan os.Signal, 2)
+			signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+			defer signal.Stop(sig)
+			signals = sig
+		}
+		return serve(stderr, env, signals, serveFiles)
+	}}
+	serveCmd.Flags().StringArrayVarP(&serveFiles, "config", "c", nil, configFlagUsage)
+	checkCmd := &cobra.Command{Use: "check-config", Short: "Validate the configs and print a summary", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
+		cfgs, err := loadConfigs(checkFiles, env)
+		if err != nil {
+			return err
+		}
+		for _, cfg := range cfgs {
 			// What serve would refuse at boot is refused here too, with the same problems.
 			if err := instance.Check(cfg); err != nil {
+				if len(cfgs) > 1 {
+					err = fmt.Errorf("%s: %w", cfg.File, err)
+				}
 				return &exitError{code: config.ExitConfig, err: err}
 			}
+		}
+		for _, cfg := range cfgs {
 			ids := make([]string, 0, len(cfg.Sources))
 			for id := range cfg.Sources {
 				ids = append(ids, id)
 			}
 			sort.Strings(ids)
-			fmt.Fprintf(stdout, "config OK: roles=[%s] sources=%s wal=%s\n", strings.Join(cfg.EffectiveRoles(), ","), strings.Join(ids, ","), cfg.WAL.Type)
-			return nil
-		}},
+			name := ""
+			if len(cfgs) > 1 {
+				name = " instance=" + cfg.Instance
+			}
+			fmt.Fprintf(stdout, "config OK:%s roles=[%s] sources=%s wal=%s\n", name, strings.Join(cfg.EffectiveRoles(), ","), strings.Join(ids, ","), cfg.WAL.Type)
+		}
+		return nil
+	}}
+	checkCmd.Flags().StringArrayVarP(&checkFiles, "config", "c", nil, configFlagUsage)
+	root.AddCommand(
+		serveCmd,
+		checkCmd,
 		&cobra.Command{Use: "print-config", Short: "Print the effective config as JSON, secrets redacted", Args: cobra.NoArgs, RunE: func(*cobra.Command, []string) error {
 			cfg, err := loadConfig(env)
 			if err != nil {
@@ -117,48 +132,117 @@ func loadConfig(env func(string) (string, bool)) (*config.Config, error) {
 	return cfg, nil
 }
 
-// serve runs the instance until SIGTERM/SIGINT (drain, then exit 0) or until a core
-// domain gives up (exit 1, so the platform restarts the process).
-func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Signal) error {
-	cfg, err := loadConfig(env)
+// configFlagUsage documents serve's and check-config's -c.
+const configFlagUsage = "an instance's config file, or a directory of *.yml (repeatable: one instance per file; " +
+	"default ANKUSA_CONFIG, else ./ankusa.yml)"
+
+// serve runs one instance per config until SIGTERM/SIGINT (every instance drains at
+// once, then exit 0) or until the last one is gone: an instance whose core domain gives
+// up is stopped alone (its ports close, the others serve on), and when none is left the
+// process exits 1, so the platform restarts it.
+func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Signal, files []string) error {
+	cfgs, err := loadConfigs(files, env)
 	if err != nil {
 		return err
 	}
-	log := telemetry.NewLogger(cfg.Log.Level, cfg.Log.Format, stderr)
+	log := telemetry.NewLogger(cfgs[0].Log.Level, cfgs[0].Log.Format, stderr)
 	redissink.BridgeClientLog(log)
-	for _, w := range cfg.Warnings {
-		log.Warn().Msg(w)
+	for _, cfg := range cfgs {
+		for _, w := range cfg.Warnings {
+			log.Warn().Str("instance", cfg.Instance).Msg(w)
+		}
 	}
 	if soft, hard, err := raiseFileLimit(); err != nil {
 		log.Warn().Err(err).Uint64("nofile_soft", soft).Uint64("nofile_hard", hard).Msg("open-files limit")
 	} else {
 		log.Info().Uint64("nofile_soft", soft).Uint64("nofile_hard", hard).Msg("open-files limit")
 	}
-	inst, err := instance.New(cfg, instance.Options{Log: log, Version: version})
-	if err != nil {
-		return &exitError{code: config.ExitConfig, err: err}
+	insts := make([]*instance.Instance, 0, len(cfgs))
+	for _, cfg := range cfgs {
+		// Each instance logs at its own level; New adds the instance field.
+		ilog := telemetry.NewLogger(cfg.Log.Level, cfg.Log.Format, stderr)
+		inst, err := instance.New(cfg, instance.Options{Log: ilog, Version: version})
+		if err != nil {
+			stopAll(insts)
+			return &exitError{code: config.ExitConfig, err: err}
+		}
+		if err := inst.Start(); err != nil {
+			stopAll(insts)
+			return &exitError{code: 1, err: err}
+		}
+		insts = append(insts, inst)
 	}
-	if err := inst.Start(); err != nil {
-		return &exitError{code: 1, err: err}
+
+	// One watcher per instance turns its Fatal into a note for the loop below.
+	type fatal struct {
+		k   int
+		err error
 	}
-	select {
-	case s := <-sig:
-		log.Info().Str("signal", s.String()).Msg("stopping")
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(cfg.Listener.DrainDelayMS)*time.Millisecond)
-		defer cancel()
-		// A second signal cuts the drain delay short; the in-flight requests are still waited for.
-		var tasks task.Group
-		defer tasks.Stop()
-		tasks.Go(func(stop <-chan struct{}) {
+	fatals := make(chan fatal, len(insts))
+	var watchers task.Group
+	defer watchers.Stop()
+	for k, inst := range insts {
+		watchers.Go(func(stop <-chan struct{}) {
 			select {
-			case <-sig:
-				cancel()
+			case err, ok := <-inst.Fatal():
+				if ok {
+					fatals <- fatal{k: k, err: err}
+				}
 			case <-stop:
 			}
 		})
-		return inst.Drain(ctx)
-	case err := <-inst.Fatal():
+	}
+	live := len(insts)
+	for {
+		select {
+		case s := <-sig:
+			log.Info().Str("signal", s.String()).Int("instances", live).Msg("stopping")
+			return drainAll(insts, sig)
+		case f := <-fatals:
+			inst := insts[f.k]
+			insts[f.k] = nil
+			live--
+			_ = inst.Stop()
+			err := fmt.Errorf("instance %s: core failure domain gave up: %w", inst.Config().Instance, f.err)
+			if live == 0 {
+				return &exitError{code: 1, err: err}
+			}
+			log.Error().Err(err).Str("instance", inst.Config().Instance).Int("instances_left", live).
+				Msg("instance stopped; the others serve on")
+		}
+	}
+}
+
+// drainAll drains every running instance at once (each on its own
+// listener.drain_delay_ms); a second signal cuts the delays short, the requests in flight
+// are still waited for.
+func drainAll(insts []*instance.Instance, sig <-chan os.Signal) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var tasks task.Group
+	defer tasks.Stop()
+	tasks.Go(func(stop <-chan struct{}) {
+		select {
+		case <-sig:
+			cancel()
+		case <-stop:
+		}
+	})
+	errs := make([]error, len(insts))
+	var drains task.Group
+	for k, inst := range insts {
+		if inst == nil {
+			continue
+		}
+		drains.Go(func(<-chan struct{}) { errs[k] = inst.Drain(ctx) })
+	}
+	drains.Wait()
+	return errors.Join(errs...)
+}
+
+// stopAll stops the instances that started before one could not.
+func stopAll(insts []*instance.Instance) {
+	for _, inst := range insts {
 		_ = inst.Stop()
-		return &exitError{code: 1, err: fmt.Errorf("core failure domain gave up: %w", err)}
 	}
 }
