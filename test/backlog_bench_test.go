@@ -152,21 +152,18 @@ func drainBacklog(b *testing.B, name string, spec config.SinkSpec, n int, consum
 	}
 	var confirmed time.Duration
 	deadline := start.Add(time.Duration(n/200)*time.Second + 2*time.Minute) // 200 hooks/s at the least
-	// The pace over the drain, every 10 s: a destination that slows as it fills (goaws
-	// scans its queue on every call) shows here, where the mean hides it.
+	// The pace over the drain, every 10 s (confirmed/received): a destination that slows
+	// as it fills (goaws scans its queue on every call) shows here, where the mean hides
+	// it. It is logged on one line after the summary: the testing package keeps only the
+	// first ten lines of a benchmark's log.
 	nextLog := start.Add(10 * time.Second)
+	pace := ""
 	for {
 		now := time.Now()
 		c := db.Counts()
 		if now.After(nextLog) {
 			nextLog = nextLog.Add(10 * time.Second)
-			left := c.Pending + c.Scheduled + c.Inflight
-			got := "no consumer"
-			if consumer {
-				got = fmt.Sprintf("%d received", received.Load())
-			}
-			b.Logf("%s: at %v %d confirmed, %s; attempts %s", name, now.Sub(start).Round(time.Second),
-				int64(n)-left, got, attemptsByResult(in, spec.Type))
+			pace += fmt.Sprintf(" %v:%d/%d", now.Sub(start).Round(time.Second), int64(n)-(c.Pending+c.Scheduled+c.Inflight), received.Load())
 		}
 		if confirmed == 0 && c.Pending+c.Scheduled+c.Inflight == 0 {
 			confirmed = now.Sub(start)
@@ -178,8 +175,8 @@ func drainBacklog(b *testing.B, name string, spec config.SinkSpec, n int, consum
 			break
 		}
 		if now.After(deadline) {
-			b.Fatalf("%s: after %v the store holds %+v and the consumer received %d of %d; attempts %s",
-				name, now.Sub(start).Round(time.Second), c, received.Load(), n, attemptsByResult(in, spec.Type))
+			b.Fatalf("%s: after %v the store holds %+v and the consumer received %d of %d; attempts %s; pace%s",
+				name, now.Sub(start).Round(time.Second), c, received.Load(), n, attemptsByResult(in, spec.Type), pace)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -198,6 +195,9 @@ func drainBacklog(b *testing.B, name string, spec config.SinkSpec, n int, consum
 		b.Logf("%s: %d hooks confirmed in %v (%.0f hooks/s), received by the consumer in %v (%.0f hooks/s); mean successful attempt %v; attempts %s; %d received twice",
 			name, n, confirmed.Round(time.Millisecond), float64(n)/confirmed.Seconds(), elapsed.Round(time.Millisecond),
 			float64(n)/elapsed.Seconds(), mean.Round(time.Microsecond), attemptsByResult(in, spec.Type), got-int64(n))
+	}
+	if pace != "" {
+		b.Logf("%s: pace (elapsed:confirmed/received)%s", name, pace)
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "hooks/s")
 	b.ReportMetric(float64(n)/confirmed.Seconds(), "confirmed/s")
