@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/dispatch"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
@@ -28,6 +30,23 @@ type Deps struct {
 	Ready func(now time.Time) (ok bool, body map[string]any)
 	// Bound is told the listener's address once it listens.
 	Bound func(addr string)
+	// Principals are the callers of /v1 (admin.principals, plus the local one under the embedded default).
+	Principals []config.Principal
+	// Store is the open store (nil while closed).
+	Store func() *store.DB
+	// Dispatcher runs replay jobs (nil without the dispatch role).
+	Dispatcher *dispatch.Dispatcher
+	// Release re-verifies held hooks and commits those that pass (nil without the edge role).
+	Release func(source string, limit int) (ReleaseReport, error)
+	// SetLogLevel sets the instance's log level at runtime.
+	SetLogLevel func(zerolog.Level)
+}
+
+// ReleaseReport says what a quarantine release did.
+type ReleaseReport struct {
+	Released   int // verified now and committed with their original id
+	Duplicates int // verified, but their event was already stored: left the pen as skipped
+	Held       int // still failing verification: kept in the pen
 }
 
 // ShutdownTimeout bounds how long a stopping admin listener waits for the requests it serves (a scrape, a
@@ -65,7 +84,16 @@ func (s *server) start() error {
 	if err != nil {
 		return errors.Join(errors.New("admin: cannot listen on "+addr), err)
 	}
-	s.srv = &http.Server{Handler: NewRouter(s.d), ReadHeaderTimeout: 10 * time.Second}
+	h, err := NewRouter(s.d)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if len(s.d.Principals) == 0 {
+		s.d.Log.Warn().Msg("admin: no principal configured, every /v1 route answers 401; add one under " +
+			"admin.principals: {name, token_sha256: hex of the token's SHA-256, scopes: [...], tenants: [\"*\"]}")
+	}
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	bound := ln.Addr().String()
 	if s.d.Bound != nil {
 		s.d.Bound(bound)

@@ -2,42 +2,114 @@ package admin
 
 import (
 	"net/http"
+	"slices"
 	"time"
 )
 
 // route is one endpoint the router serves; the table is what the OpenAPI test compares the document with.
 type route struct {
 	method, pattern string
-	handler         http.HandlerFunc
+	// scopes: a principal holding any of them may call the route; nil means the route is open (probes, the
+	// scrape unless admin.metrics_auth, the API document).
+	scopes  []string
+	handler func(http.ResponseWriter, *http.Request, *principal)
 }
+
+// Scopes of the routes (config.AdminScopes lists every scope a principal may hold).
+const (
+	scopeConfigRead      = "config:read"
+	scopeMetricsRead     = "metrics:read"
+	scopeDLQRead         = "dlq:read"
+	scopeReplaysWrite    = "replays:write"
+	scopeQuarantineRead  = "quarantine:read"
+	scopeQuarantineWrite = "quarantine:write"
+	scopeLogLevelWrite   = "log_level:write"
+)
+
+func scopes(s ...string) []string { return s }
 
 // routes lists every endpoint, in the order of the API document.
-func routes(d *Deps) []route {
+func (a *api) routes() []route {
+	metrics := scopes(scopeMetricsRead)
+	if !a.d.Config.Admin.MetricsAuth {
+		metrics = nil
+	}
 	return []route{
-		{"GET", "/health", func(w http.ResponseWriter, _ *http.Request) {
-			cfg := d.Config
-			writeJSON(w, http.StatusOK, map[string]any{
-				"status": "ok", "instance": cfg.Instance, "roles": cfg.EffectiveRoles(), "version": d.Version,
-			})
+		{"GET", "/health", nil, a.health},
+		{"GET", "/ready", nil, a.ready},
+		{"GET", "/metrics", metrics, func(w http.ResponseWriter, r *http.Request, _ *principal) {
+			a.d.Metrics.ServeHTTP(w, r)
 		}},
-		{"GET", "/ready", func(w http.ResponseWriter, _ *http.Request) {
-			ok, body := d.Ready(time.Now())
-			if !ok {
-				w.Header().Set("Retry-After", "1")
-				writeJSON(w, http.StatusServiceUnavailable, body)
-				return
-			}
-			writeJSON(w, http.StatusOK, body)
-		}},
-		{"GET", "/metrics", d.Metrics.ServeHTTP},
+		{"GET", "/v1/config", scopes(scopeConfigRead), a.config},
+		{"GET", "/v1/wal", scopes(scopeConfigRead, scopeMetricsRead), a.wal},
+		{"GET", "/v1/dlq", scopes(scopeDLQRead), a.dlq},
+		{"POST", "/v1/replays", scopes(scopeReplaysWrite), a.createReplay},
+		{"GET", "/v1/replays", scopes(scopeReplaysWrite, scopeDLQRead), a.listReplays},
+		{"GET", "/v1/replays/{id}", scopes(scopeReplaysWrite, scopeDLQRead), a.getReplay},
+		{"PATCH", "/v1/replays/{id}", scopes(scopeReplaysWrite), a.steerReplay("")},
+		{"POST", "/v1/replays/{id}/pause", scopes(scopeReplaysWrite), a.steerReplay("paused")},
+		{"POST", "/v1/replays/{id}/resume", scopes(scopeReplaysWrite), a.steerReplay("running")},
+		{"POST", "/v1/replays/{id}/cancel", scopes(scopeReplaysWrite), a.steerReplay("cancelled")},
+		{"GET", "/v1/quarantine", scopes(scopeQuarantineRead), a.listQuarantine},
+		{"DELETE", "/v1/quarantine", scopes(scopeQuarantineWrite), a.purgeQuarantine},
+		{"POST", "/v1/quarantine/release", scopes(scopeQuarantineWrite), a.releaseQuarantine},
+		{"PUT", "/v1/log-level", scopes(scopeLogLevelWrite), a.setLogLevel},
 	}
 }
 
-// NewRouter returns the admin API's handler.
-func NewRouter(d *Deps) http.Handler {
-	mux := http.NewServeMux()
-	for _, r := range routes(d) {
-		mux.HandleFunc(r.method+" "+r.pattern, r.handler)
+// api answers the routes; it reads everything through Deps.
+type api struct {
+	d          *Deps
+	principals []principal
+}
+
+// NewRouter returns the admin API's handler. It fails when a principal's token_file cannot be read.
+func NewRouter(d *Deps) (http.Handler, error) {
+	ps, err := principals(d.Principals)
+	if err != nil {
+		return nil, err
 	}
-	return mux
+	a := &api{d: d, principals: ps}
+	mux := http.NewServeMux()
+	for _, r := range a.routes() {
+		h := r.handler
+		if r.scopes == nil {
+			mux.HandleFunc(r.method+" "+r.pattern, func(w http.ResponseWriter, req *http.Request) { h(w, req, nil) })
+			continue
+		}
+		mux.Handle(r.method+" "+r.pattern, guard(ps, r.scopes, h))
+	}
+	// Anything else is a JSON 404 (a known path with another method keeps the mux's 405 and Allow).
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusNotFound, codeNotFound, nil)
+	})
+	return mux, nil
+}
+
+// Patterns lists the "METHOD /path" of every route, for the API document's test.
+func Patterns(d *Deps) []string {
+	a := &api{d: d}
+	var out []string
+	for _, r := range a.routes() {
+		out = append(out, r.method+" "+r.pattern)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (a *api) health(w http.ResponseWriter, _ *http.Request, _ *principal) {
+	cfg := a.d.Config
+	writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ok", "instance": cfg.Instance, "roles": cfg.EffectiveRoles(), "version": a.d.Version,
+	})
+}
+
+func (a *api) ready(w http.ResponseWriter, _ *http.Request, _ *principal) {
+	ok, body := a.d.Ready(time.Now())
+	if !ok {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, body)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
 }

@@ -130,6 +130,30 @@ type Admin struct {
 	Enabled bool   `yaml:"enabled"` // default true
 	IP      string `yaml:"ip"`      // default "127.0.0.1"; strict IP literal ("localhost" rejected)
 	Port    int    `yaml:"port"`    // default 4002; 0..65535
+	// MetricsAuth makes GET /metrics require a bearer token with metrics:read (default false: the listener
+	// binds loopback by default and the scrape holds no per-source series from unauthenticated input).
+	MetricsAuth bool `yaml:"metrics_auth"`
+	// Principals may call the /v1 operator API; with none, every /v1 route answers 401.
+	Principals []Principal `yaml:"principals"`
+}
+
+// Principal is one caller of the operator API: a bearer token known only by its SHA-256, the scopes it
+// holds and the tenants it may see ("*" = every tenant).
+type Principal struct {
+	Name string `yaml:"name"` // [A-Za-z0-9_-]{1,64}, unique; names the caller in logs
+	// TokenSHA256 is the lower- or upper-case hex SHA-256 of the token (64 hex digits); the token itself is
+	// never configured. Exactly one of token_sha256 and token_file.
+	TokenSHA256 string `yaml:"token_sha256" config:"secret"`
+	// TokenFile holds the token itself (surrounding white space ignored); the node hashes it at boot.
+	TokenFile string   `yaml:"token_file"`
+	Scopes    []string `yaml:"scopes"`  // at least one of AdminScopes
+	Tenants   []string `yaml:"tenants"` // ["*"], or tenant ids
+}
+
+// AdminScopes are the scopes a principal may hold.
+var AdminScopes = []string{
+	"sources:read", "sources:write", "routes:write", "rate_limits:write", "quarantine:read", "quarantine:write",
+	"replays:write", "dlq:read", "audit:read", "tenants:write", "config:read", "metrics:read", "log_level:write",
 }
 
 // WAL selects where an acknowledged hook is made durable before the 201.

@@ -142,6 +142,13 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"ANKUSA_INSTANCE", "", map[string]string{"ANKUSA_INSTANCE": "a/b"}, "ANKUSA_INSTANCE", "must match"},
 		{"ANKUSA_BACKUP_ENABLED", "", map[string]string{"ANKUSA_BACKUP_ENABLED": "yes"}, "ANKUSA_BACKUP_ENABLED", "must be true or false"},
 		{"ANKUSA_BACKUP_ENABLED without a key", "", map[string]string{"ANKUSA_BACKUP_ENABLED": "true"}, "backup.signing_key", "must be set"},
+		// admin principals
+		{"principal without a token", "admin: {principals: [{name: ops, scopes: [dlq:read], tenants: ['*']}]}", nil, "admin.principals[0]", "needs one of token_sha256"},
+		{"principal with the token itself", "admin: {principals: [{name: ops, token_sha256: s3cr3t, scopes: [dlq:read], tenants: ['*']}]}", nil, "admin.principals[0].token_sha256", "64 hex digits"},
+		{"principal with an unknown scope", "admin: {principals: [{name: ops, token_file: /t, scopes: [dlq:write], tenants: ['*']}]}", nil, "admin.principals[0].scopes[0]", "must be one of"},
+		{"principal without tenants", "admin: {principals: [{name: ops, token_file: /t, scopes: [dlq:read]}]}", nil, "admin.principals[0].tenants", `must be ["*"]`},
+		{"principal with a bad tenant", "admin: {principals: [{name: ops, token_file: /t, scopes: [dlq:read], tenants: [a/b]}]}", nil, "admin.principals[0].tenants[0]", "must match"},
+		{"principals named twice", "admin: {principals: [{name: ops, token_file: /t, scopes: [dlq:read], tenants: ['*']}, {name: ops, token_file: /u, scopes: [dlq:read], tenants: ['*']}]}", nil, "admin.principals[1].name", "must be unique"},
 		// interpolation
 		{"unset variable", "node: {data_dir: '${DATA}'}", nil, "node.data_dir", "environment variable DATA is not set"},
 		{"lower-case name", "node: {data_dir: '${data}'}", nil, "node.data_dir", "malformed interpolation"},

@@ -90,6 +90,7 @@ func (c *Config) validate(ps *problems) {
 	if c.Admin.Enabled && c.Admin.Port != 0 && c.Admin.Port == c.HTTP.Port && addrsOverlap(c.HTTP.IP, c.Admin.IP) {
 		ps.mustBe("admin.port", "different from http.port on an overlapping address", c.Admin.Port)
 	}
+	c.validatePrincipals(ps)
 
 	if !slices.Contains(walTypes, c.WAL.Type) {
 		ps.oneOf("wal.type", walTypes, c.WAL.Type)
@@ -274,4 +275,51 @@ func prefixProblem(p string) string {
 		}
 	}
 	return ""
+}
+
+// validatePrincipals checks admin.principals; a token hash is never echoed (a problem says what is wrong).
+func (c *Config) validatePrincipals(ps *problems) {
+	names, hashes := map[string]bool{}, map[string]bool{}
+	for n, p := range c.Admin.Principals {
+		at := "admin.principals[" + strconv.Itoa(n) + "]"
+		switch {
+		case !validID(p.Name):
+			ps.add(at+".name", "must match [A-Za-z0-9_-]{1,64}, got %s", quote(p.Name))
+		case names[p.Name]:
+			ps.add(at+".name", "must be unique, %s is named twice", quote(p.Name))
+		}
+		names[p.Name] = true
+		switch {
+		case p.TokenSHA256 != "" && p.TokenFile != "":
+			ps.add(at, "needs exactly one of token_sha256 and token_file, got both")
+		case p.TokenSHA256 == "" && p.TokenFile == "":
+			ps.add(at, "needs one of token_sha256 (hex of the token's SHA-256) and token_file")
+		case p.TokenSHA256 != "":
+			h := strings.ToLower(p.TokenSHA256)
+			if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+				ps.add(at+".token_sha256", "must be the 64 hex digits of the token's SHA-256 (never the token itself)")
+			} else if hashes[h] {
+				ps.add(at+".token_sha256", "must be unique: two principals hold the same token")
+			}
+			hashes[h] = true
+		}
+		if len(p.Scopes) == 0 {
+			ps.add(at+".scopes", "must name at least one scope")
+		}
+		for k, s := range p.Scopes {
+			if !slices.Contains(AdminScopes, s) {
+				ps.oneOf(at+".scopes["+strconv.Itoa(k)+"]", AdminScopes, s)
+			}
+		}
+		if len(p.Tenants) == 0 {
+			ps.add(at+".tenants", `must be ["*"] (every tenant) or a list of tenant ids`)
+		}
+		for k, t := range p.Tenants {
+			if t == "*" && len(p.Tenants) > 1 {
+				ps.add(at+".tenants", `must be ["*"] alone or a list of tenant ids, not both`)
+			} else if t != "*" && !validID(t) {
+				ps.add(at+".tenants["+strconv.Itoa(k)+"]", "must match [A-Za-z0-9_-]{1,64} or be \"*\", got %s", quote(t))
+			}
+		}
+	}
 }

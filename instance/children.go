@@ -1,11 +1,14 @@
 package instance
 
 import (
+	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/ankusa-go/ankusa/admin"
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
@@ -51,11 +54,27 @@ func (g *gauges) sample() {
 	g.i.tel.StoreUnavailable(g.i.health.StoreUnavailable(time.Now()))
 }
 
-// adminDeps is what the admin listener reads: the instance's config, registry and readiness.
-func (i *Instance) adminDeps() *admin.Deps {
+// adminDeps is what the admin listener reads and steers. Under the embedded default config (no file found,
+// the `make run` case) with no principal configured, it adds a local principal of every scope and tenant whose
+// token is <data_dir>/<instance>/admin.token, written once with mode 0600, so the CLI on this machine works at
+// once; the log names the file, never the token.
+func (i *Instance) adminDeps() (*admin.Deps, error) {
 	cfg := i.cfg
-	return &admin.Deps{
-		Config: cfg, Version: i.opts.Version, Log: i.log, Metrics: i.tel.Handler(),
+	ps := cfg.Admin.Principals
+	if cfg.Embedded && len(ps) == 0 {
+		path := filepath.Join(cfg.Node.DataDir, cfg.Instance, admin.LocalTokenFile)
+		created, err := admin.EnsureLocalToken(path)
+		if err != nil {
+			return nil, err
+		}
+		ps = []config.Principal{{Name: "local", TokenFile: path, Scopes: config.AdminScopes, Tenants: []string{"*"}}}
+		i.log.Info().Str("token_file", path).Bool("created", created).
+			Msg("admin: embedded default config, the local principal's token is in token_file (every scope)")
+	}
+	d := &admin.Deps{
+		Config: cfg, Version: i.opts.Version, Log: i.log.With().Str("component", "admin").Logger(),
+		Metrics: i.tel.Handler(), Principals: ps, Dispatcher: i.disp, SetLogLevel: i.SetLogLevel,
+		Store: func() *store.DB { return i.db.Load() },
 		Ready: func(now time.Time) (bool, map[string]any) {
 			ok, status, st := i.health.Ready(now)
 			body := map[string]any{"status": status, "instance": cfg.Instance, "store": st}
@@ -70,4 +89,11 @@ func (i *Instance) adminDeps() *admin.Deps {
 		},
 		Bound: func(addr string) { i.adminAddr.Store(&addr) },
 	}
+	if i.edge != nil {
+		d.Release = func(source string, limit int) (admin.ReleaseReport, error) {
+			r, err := i.edge.ReleaseQuarantine(source, limit)
+			return admin.ReleaseReport{Released: r.Released, Duplicates: r.Duplicates, Held: r.Held}, err
+		}
+	}
+	return d, nil
 }

@@ -70,6 +70,7 @@ type Instance struct {
 
 	db        atomic.Pointer[store.DB]
 	adminAddr atomic.Pointer[string]
+	level     atomic.Int32 // the log level (zerolog.Level) the instance's logs are filtered at
 	claimAddr atomic.Pointer[string]
 
 	// debug runs the test-only watchers of the debug section (debug.kill_file).
@@ -84,21 +85,35 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 	if err := Check(cfg); err != nil {
 		return nil, err
 	}
-	log := opts.Log.With().Str("instance", cfg.Instance).Logger()
+	i := &Instance{cfg: cfg, opts: opts, health: &edge.Health{}, kill: actors.NewKill()}
+	// The level can change at runtime (PUT /v1/log-level): the logger lets debug events through and the hook
+	// drops those below the instance's level, so every logger derived from it follows the change.
+	base := opts.Log.GetLevel()
+	i.level.Store(int32(base))
+	i.log = opts.Log.Level(min(base, zerolog.DebugLevel)).Hook(levelFilter{&i.level}).
+		With().Str("instance", cfg.Instance).Logger()
 	if path := cfg.Debug.HoldCommitsFile; path != "" {
-		log.Warn().Str("debug.hold_commits_file", path).Msg("test-only switch set: synced writes wait while this file exists")
-		opts.Faults = holdCommits(path, opts.Faults)
+		i.log.Warn().Str("debug.hold_commits_file", path).Msg("test-only switch set: synced writes wait while this file exists")
+		i.opts.Faults = holdCommits(path, opts.Faults)
 	}
 	if path := cfg.Debug.KillFile; path != "" {
-		log.Warn().Str("debug.kill_file", path).Msg("test-only switch set: the actor this file names crashes on every message")
+		i.log.Warn().Str("debug.kill_file", path).Msg("test-only switch set: the actor this file names crashes on every message")
 	}
-	return &Instance{
-		cfg: cfg, opts: opts, log: log,
-		tel:    telemetry.New(cfg.Instance, log),
-		health: &edge.Health{},
-		kill:   actors.NewKill(),
-	}, nil
+	i.tel = telemetry.New(cfg.Instance, i.log)
+	return i, nil
 }
+
+// levelFilter drops the events below the instance's current level.
+type levelFilter struct{ level *atomic.Int32 }
+
+func (f levelFilter) Run(e *zerolog.Event, level zerolog.Level, _ string) {
+	if level < zerolog.Level(f.level.Load()) {
+		e.Discard()
+	}
+}
+
+// SetLogLevel sets the level of the instance's logs (never below what the process logger lets through).
+func (i *Instance) SetLogLevel(l zerolog.Level) { i.level.Store(int32(l)) }
 
 // Start boots the tree: it returns once every child started, or the error of the first
 // one that could not (a port in use, a store that refuses to open).
@@ -233,7 +248,12 @@ func (i *Instance) Start() error {
 		children = append(children, c)
 	}
 	if cfg.Admin.Enabled {
-		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(admin.NewProps(i.adminDeps())), Domain: "admin", Isolated: true})
+		deps, err := i.adminDeps()
+		if err != nil {
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
+		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(admin.NewProps(deps)), Domain: "admin", Isolated: true})
 	}
 	tree, err := supervision.Start(i.system, cfg.Instance, children, i.supervisionOptions())
 	if err != nil {

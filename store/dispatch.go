@@ -305,6 +305,26 @@ type DeadEntry struct {
 // merges the dead ranges of the tenants holding dead rows, walking each backwards, so it reads about limit rows
 // when no source is given. A row that cannot be decoded is listed with reason "undecodable delivery row".
 func (db *DB) ListDead(source string, limit int) ([]DeadEntry, error) {
+	return db.ListDeadPage(DeadFilter{Source: source}, limit)
+}
+
+// DeadFilter selects the dead entries ListDeadPage lists; every field given must match.
+type DeadFilter struct {
+	Source  string   // "" = every source
+	Tenants []string // nil = every tenant
+	Since   int64    // dead-lettered at or after, unix ms (0 = unbounded)
+	// Before, when set, lists only entries after it in newest-first order: the page cursor, the last entry of
+	// the previous page ({DeadAt, Seq, Sink} order every dead row of the node; Ord is ignored).
+	Before *DeadKey
+}
+
+// Cursor is the page cursor that lists the entries after e.
+func (e DeadEntry) Cursor() DeadKey { return DeadKey{At: e.DeadAt, Seq: e.Seq, Sink: e.Sink} }
+
+// ListDeadPage is ListDead with a filter: a page of up to limit entries, newest first, of the tenants, source and
+// time f selects, after f.Before.
+func (db *DB) ListDeadPage(f DeadFilter, limit int) ([]DeadEntry, error) {
+	source := f.Source
 	var out []DeadEntry
 	err := db.read(func() error {
 		if limit <= 0 {
@@ -321,7 +341,7 @@ func (db *DB) ListDead(source string, limit int) ([]DeadEntry, error) {
 		db.stateMu.Lock()
 		var curs []*cursor
 		for ord, ts := range db.qs.tenants {
-			if ts.counts.dead > 0 {
+			if ts.counts.dead > 0 && (f.Tenants == nil || slices.Contains(f.Tenants, ts.name)) {
 				curs = append(curs, &cursor{ord: ord, name: ts.name})
 			}
 		}
@@ -359,8 +379,22 @@ func (db *DB) ListDead(source string, limit int) ([]DeadEntry, error) {
 				upper = []byte{IndexDead + 1}
 			}
 			c.it, c.done = db.boundedIter(cfIndex, AppendDeadPrefix(nil, c.ord), upper)
-			c.it.SeekForPrev(upper)
-			if c.it.Valid() && !bytes.HasPrefix(c.it.Key().Data(), AppendDeadPrefix(nil, c.ord)) {
+			if f.Before != nil {
+				// The last key before the cursor: seek to it (or the one before it) and step over the cursor's own.
+				b := *f.Before
+				b.Ord = c.ord
+				at := b.Append(nil)
+				c.it.SeekForPrev(at)
+				if c.it.Valid() && bytes.Equal(c.it.Key().Data(), at) {
+					c.it.Prev()
+				}
+			} else {
+				c.it.SeekForPrev(upper)
+			}
+			if !c.it.Valid() || !bytes.HasPrefix(c.it.Key().Data(), AppendDeadPrefix(nil, c.ord)) {
+				if err := c.it.Err(); err != nil {
+					return fmt.Errorf("cannot scan the dead rows of tenant %d: %w", c.ord, err)
+				}
 				continue
 			}
 			ok, err := load(c)
@@ -382,6 +416,9 @@ func (db *DB) ListDead(source string, limit int) ([]DeadEntry, error) {
 				}
 			}
 			c := live[i]
+			if f.Since > 0 && c.key.At < f.Since {
+				break // the newest left is older than the window: so is everything after it
+			}
 			entry, keep, err := db.deadEntry(c.key, c.size, c.name, source)
 			if err != nil {
 				return err

@@ -369,6 +369,30 @@ func TestBuryKeepsTheHookAndListDeadShowsIt(t *testing.T) {
 	if two, err := db.ListDead("", 2); err != nil || len(two) != 2 {
 		t.Fatalf("ListDead limit 2 = %d entries, %v", len(two), err)
 	}
+	// Paging: each page starts after the previous page's last entry, across tenants, until nothing is left.
+	var paged []uint64
+	var before *DeadKey
+	for range 4 {
+		page, err := db.ListDeadPage(DeadFilter{Before: before}, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, page[0].Seq)
+		c := page[0].Cursor()
+		before = &c
+	}
+	if !slices.Equal(paged, order) {
+		t.Fatalf("pages of one: %v, want %v", paged, order)
+	}
+	if acme, err := db.ListDeadPage(DeadFilter{Tenants: []string{"acme"}}, 10); err != nil || len(acme) != 2 || acme[0].Tenant != "acme" || acme[1].Tenant != "acme" {
+		t.Fatalf("ListDeadPage(tenant acme) = %+v, %v", acme, err)
+	}
+	if recent, err := db.ListDeadPage(DeadFilter{Since: 2000}, 10); err != nil || len(recent) != 2 || recent[1].Seq != first+2 {
+		t.Fatalf("ListDeadPage(since 2000) = %+v, %v", recent, err)
+	}
 	requireExactCounters(t, db)
 }
 

@@ -1,0 +1,111 @@
+package admin
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/ankusa-go/ankusa/config"
+)
+
+// principal is one configured caller, its token known only by its SHA-256.
+type principal struct {
+	name       string
+	hash       [sha256.Size]byte
+	scopes     []string
+	allTenants bool
+	tenants    []string
+}
+
+func (p *principal) has(scope string) bool { return slices.Contains(p.scopes, scope) }
+
+// sees reports whether p may see or change tenant's objects.
+func (p *principal) sees(tenant string) bool {
+	return p.allTenants || slices.Contains(p.tenants, tenant)
+}
+
+// principals builds the callers of admin.principals, reading token_file tokens (the file is read once, at
+// the listener's start; a missing or empty one fails the start).
+func principals(cfg []config.Principal) ([]principal, error) {
+	out := make([]principal, 0, len(cfg))
+	for _, c := range cfg {
+		p := principal{name: c.Name, scopes: slices.Clone(c.Scopes)}
+		switch {
+		case c.TokenFile != "":
+			b, err := os.ReadFile(c.TokenFile)
+			if err != nil {
+				return nil, fmt.Errorf("admin: principal %s: cannot read its token_file: %w", c.Name, err)
+			}
+			tok := strings.TrimSpace(string(b))
+			if tok == "" {
+				return nil, fmt.Errorf("admin: principal %s: token_file %s is empty", c.Name, c.TokenFile)
+			}
+			p.hash = sha256.Sum256([]byte(tok))
+		default:
+			h, err := hex.DecodeString(c.TokenSHA256)
+			if err != nil || len(h) != sha256.Size {
+				// Validate refuses this; a Config built in code may not have been validated.
+				return nil, fmt.Errorf("admin: principal %s: token_sha256 is not 64 hex digits", c.Name)
+			}
+			p.hash = [sha256.Size]byte(h)
+		}
+		for _, t := range c.Tenants {
+			if t == "*" {
+				p.allTenants = true
+			} else {
+				p.tenants = append(p.tenants, t)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// authenticate finds the principal whose token the request bears. It compares the token's hash with every
+// principal's in constant time and never stops early, so the answer's timing says nothing about which
+// hash came close. ok false with present true: a token that matches no principal.
+func authenticate(ps []principal, r *http.Request) (p *principal, present bool) {
+	h := r.Header.Get("Authorization")
+	scheme, tok, found := strings.Cut(h, " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return nil, h != ""
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return nil, true
+	}
+	sum := sha256.Sum256([]byte(tok))
+	for i := range ps {
+		if subtle.ConstantTimeCompare(sum[:], ps[i].hash[:]) == 1 {
+			p = &ps[i]
+		}
+	}
+	return p, true
+}
+
+// guard wraps a /v1 handler: 401 (with WWW-Authenticate: Bearer) without a principal, 403 without scope;
+// the handler checks the tenants it touches with principal.sees.
+func guard(ps []principal, scopes []string, h func(http.ResponseWriter, *http.Request, *principal)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		p, present := authenticate(ps, r)
+		if p == nil {
+			if present {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="ankusa-admin", error="invalid_token"`)
+			} else {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="ankusa-admin"`)
+			}
+			writeError(w, http.StatusUnauthorized, codeUnauthorized, nil)
+			return
+		}
+		if !slices.ContainsFunc(scopes, p.has) {
+			writeError(w, http.StatusForbidden, codeForbidden, map[string]any{"scope": strings.Join(scopes, "|")})
+			return
+		}
+		h(w, r, p)
+	}
+}
