@@ -99,6 +99,9 @@ func (h *Health) RequireFreshBackup(fresh func(now time.Time) bool) { h.backupFr
 // SetDraining flips /ready to 503 draining.
 func (h *Health) SetDraining() { h.draining.Store(true) }
 
+// Draining reports whether SetDraining was called.
+func (h *Health) Draining() bool { return h.draining.Load() }
+
 // SetAccepting records whether the ingest listener can accept connections: false while
 // accepts fail (out of file descriptors) or its serve loop has ended and is restarting.
 func (h *Health) SetAccepting(ok bool) {

@@ -31,6 +31,13 @@ func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
 			e.recovered(ctx, p)
 		}
 	}()
+	if e.health.Draining() {
+		// Every answer during the drain closes its connection, so keep-alive clients
+		// reconnect (to a node still ready) while this one serves: a connection left idle
+		// until the listener closes could take a request as it closes, and that request
+		// would see a reset instead of an answer.
+		ctx.SetConnectionClose()
+	}
 	if !ctx.IsPost() {
 		if ctx.IsGet() {
 			switch string(ctx.Path()) {

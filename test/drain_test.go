@@ -13,14 +13,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/fixture"
 	"github.com/ankusa-go/ankusa/test/poll"
 )
 
@@ -214,5 +217,52 @@ func TestDrainAnswersEveryRequest(t *testing.T) {
 	}
 	if len(accepted) == 0 || refused == 0 {
 		t.Fatalf("the drain should end with both kinds of answer (201=%d 503=%d): the test no longer holds what it means to", len(accepted), refused)
+	}
+}
+
+// The seed's Shutdown row: "the ingest listener keeps serving for listener.drain_delay_ms,
+// then closes [...] never reset". During the delay every answer closes its connection, so
+// no keep-alive connection is left idle for the listener's close to cut under a request.
+func TestDrainClosesKeepAliveConnections(t *testing.T) {
+	inst := fixture.Instance(t, "drainka", func(c *config.Config) {
+		c.Node.Roles = []string{config.RoleEdge}
+		c.Listener.DrainDelayMS = 60_000
+		c.Sources = map[string]config.Source{"sample": fixture.LogSource("acme", 1)}
+	}, nil)
+	url := "http://" + inst.IngestAddr() + "/webhooks/sample"
+	postKeepAlive := func() *http.Response {
+		t.Helper()
+		resp, err := testClient.Post(url, "application/json", strings.NewReader(`{"k":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := postKeepAlive(); resp.StatusCode != http.StatusCreated || resp.Close {
+		t.Fatalf("before the drain: %d, connection close %v; want 201 on a kept-alive connection", resp.StatusCode, resp.Close)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	drained := make(chan error, 1)
+	go func() { drained <- inst.Drain(ctx) }()
+	poll.Eventually(t, 5*time.Second, func() error {
+		resp, err := testClient.Get("http://" + inst.IngestAddr() + "/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			return fmt.Errorf("ready: %d", resp.StatusCode)
+		}
+		return nil
+	})
+	if resp := postKeepAlive(); resp.StatusCode != http.StatusCreated || !resp.Close {
+		t.Fatalf("during the drain delay: %d, connection close %v; want 201 closing the connection", resp.StatusCode, resp.Close)
+	}
+	cancel() // ends the delay
+	if err := <-drained; err != nil {
+		t.Fatal(err)
 	}
 }
