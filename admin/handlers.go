@@ -1,6 +1,7 @@
 package admin
 
 import (
+	_ "embed"
 	"errors"
 	"net/http"
 	"slices"
@@ -12,6 +13,14 @@ import (
 	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/store"
 )
+
+//go:embed openapi.yaml
+var openAPIDoc []byte
+
+func (a *api) openAPI(w http.ResponseWriter, _ *http.Request, _ *principal) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(openAPIDoc)
+}
 
 // badParam answers 400 invalid_filter naming the field (never its value).
 func badParam(w http.ResponseWriter, field string) {

@@ -40,6 +40,7 @@ func (a *api) routes() []route {
 		{"GET", "/metrics", metrics, func(w http.ResponseWriter, r *http.Request, _ *principal) {
 			a.d.Metrics.ServeHTTP(w, r)
 		}},
+		{"GET", "/v1/openapi.yaml", nil, a.openAPI},
 		{"GET", "/v1/config", scopes(scopeConfigRead), a.config},
 		{"GET", "/v1/wal", scopes(scopeConfigRead, scopeMetricsRead), a.wal},
 		{"GET", "/v1/dlq", scopes(scopeDLQRead), a.dlq},
