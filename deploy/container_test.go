@@ -190,7 +190,7 @@ func TestDockerfileBuildsTheBinaryWithCgo(t *testing.T) {
 // image's environment; its data dir is the image's volume, created for the image's user;
 // the image exposes exactly the listeners the config opens to the network; the health
 // check asks /ready on the admin listener the config binds; and admin stays on loopback
-// (it has no authentication).
+// (its open routes answer anyone, and the shipped config names no principals).
 func TestDockerfileAgreesWithTheShippedConfig(t *testing.T) {
 	_, run := dockerfile(t)
 	env := imageEnv(t, run)
@@ -228,7 +228,7 @@ func TestDockerfileAgreesWithTheShippedConfig(t *testing.T) {
 		open = append(open, cfg.ClaimCheck.Port)
 	}
 	if cfg.Admin.Enabled && !loopback(cfg.Admin.IP) {
-		t.Errorf("admin listens on %q: it has no authentication, keep it on loopback (docs/deployment.md)", cfg.Admin.IP)
+		t.Errorf("admin listens on %q: /metrics, /health and /ready answer without a token and the image ships no principals; keep it on loopback (docs/deployment.md)", cfg.Admin.IP)
 	}
 	var exposed []int
 	for _, args := range find(run, "EXPOSE") {
