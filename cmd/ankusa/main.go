@@ -112,6 +112,7 @@ func runWith(args []string, stdout, stderr io.Writer, env func(string) (string, 
 			fmt.Fprintln(stdout, "ankusa", version)
 		}},
 	)
+	root.AddCommand(adminCommands(stdout, env)...)
 	if err := root.Execute(); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {

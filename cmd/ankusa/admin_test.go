@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/fixture"
+)
+
+// Issue 12: "`ankusa dlq list`, `ankusa replay create|list|pause|resume|cancel`, `ankusa quarantine
+// list|release|purge` ... human tables by default and `-o json`, exit codes a script can rely on."
+func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
+	const token = "cli-token"
+	sum := sha256.Sum256([]byte(token))
+	inst := fixture.Instance(t, "cli", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge", "dispatch"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("acme", 1)}
+		cfg.Admin.Principals = []config.Principal{
+			{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]), Scopes: config.AdminScopes, Tenants: []string{"*"}},
+		}
+	}, nil)
+	url := "http://" + inst.AdminAddr()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(env map[string]string, args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(args, &out, &errOut, envOf(env))
+		return code, out.String(), errOut.String()
+	}
+	withToken := map[string]string{"ANKUSA_ADMIN_TOKEN": token}
+
+	code, out, errOut := cli(withToken, "replay", "create", "--admin-url", url, "--source", "sample", "-o", "json")
+	var job map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &job) != nil || job["state"] != "running" {
+		t.Fatalf("replay create: exit %d, out %q, err %q", code, out, errOut)
+	}
+	id := job["id"].(string)
+	if code, out, _ = cli(nil, "replay", "list", "--admin-url", url, "--token-file", tokenFile); code != 0 ||
+		!strings.HasPrefix(out, "ID") || !strings.Contains(out, id) || !strings.Contains(out, "running") {
+		t.Fatalf("replay list: exit %d, out %q", code, out)
+	}
+	if code, out, _ = cli(withToken, "replay", "pause", id, "--admin-url", url); code != 0 || !strings.Contains(out, "paused") {
+		t.Fatalf("replay pause: exit %d, out %q", code, out)
+	}
+	if code, _, _ = cli(withToken, "replay", "cancel", id, "--admin-url", url); code != 0 {
+		t.Fatalf("replay cancel: exit %d", code)
+	}
+	if code, _, errOut = cli(withToken, "replay", "resume", id, "--admin-url", url); code != exitRefused || !strings.Contains(errOut, "conflict") {
+		t.Fatalf("resume a cancelled job: exit %d, err %q, want %d", code, errOut, exitRefused)
+	}
+	if code, out, _ = cli(withToken, "dlq", "list", "--admin-url", url); code != 0 || !strings.Contains(out, "total 0") {
+		t.Fatalf("dlq list: exit %d, out %q", code, out)
+	}
+	if code, out, _ = cli(withToken, "quarantine", "list", "--admin-url", url, "-o", "json"); code != 0 || !strings.Contains(out, `"entries":[]`) {
+		t.Fatalf("quarantine list: exit %d, out %q", code, out)
+	}
+	if code, out, _ = cli(withToken, "quarantine", "purge", "--admin-url", url); code != 0 || !strings.Contains(out, "DELETED") {
+		t.Fatalf("quarantine purge: exit %d, out %q", code, out)
+	}
+	if code, out, _ = cli(withToken, "quarantine", "release", "--admin-url", url); code != 0 || !strings.Contains(out, "RELEASED") {
+		t.Fatalf("quarantine release: exit %d, out %q", code, out)
+	}
+
+	// Exit codes: 3 for a refused token, 2 for bad usage, 4 for a node that does not answer.
+	if code, _, _ = cli(map[string]string{"ANKUSA_ADMIN_TOKEN": "wrong"}, "dlq", "list", "--admin-url", url); code != exitAuth {
+		t.Fatalf("a wrong token exits %d, want %d", code, exitAuth)
+	}
+	if code, _, _ = cli(withToken, "replay", "pause", "../../v1/config", "--admin-url", url); code != exitUsage {
+		t.Fatalf("a malformed id exits %d, want %d", code, exitUsage)
+	}
+	if code, _, _ = cli(withToken, "dlq", "list", "--nope", "--admin-url", url); code != exitUsage {
+		t.Fatalf("an unknown flag exits %d, want %d", code, exitUsage)
+	}
+	if code, _, _ = cli(withToken, "dlq", "list", "--admin-url", "http://127.0.0.1:1"); code != exitUnavailable {
+		t.Fatalf("an unreachable node exits %d, want %d", code, exitUnavailable)
+	}
+}
