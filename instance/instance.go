@@ -112,7 +112,8 @@ func (f levelFilter) Run(e *zerolog.Event, level zerolog.Level, _ string) {
 	}
 }
 
-// SetLogLevel sets the level of the instance's logs (never below what the process logger lets through).
+// SetLogLevel sets the level of the instance's logs, down to debug whatever the boot level (the actor system's
+// own bridged logs keep the boot level).
 func (i *Instance) SetLogLevel(l zerolog.Level) { i.level.Store(int32(l)) }
 
 // Start boots the tree: it returns once every child started, or the error of the first
