@@ -427,3 +427,37 @@ func TestEmbeddedDefaultWritesALocalToken(t *testing.T) {
 	}
 	call(t, "GET", "http://"+inst.AdminAddr()+"/v1/wal", token, nil).want(t, "local token after restart", http.StatusOK, "")
 }
+
+// admin.principals[].token_file: the node reads the token itself from the file when the listener starts; a
+// file it cannot read fails the boot with an error naming the principal.
+func TestTokenFilePrincipal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ops.token")
+	if err := os.WriteFile(path, []byte("  file-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst := startAdmin(t, "tokfile", func(cfg *config.Config) {
+		cfg.Admin.Principals = []config.Principal{{Name: "filed", TokenFile: path, Scopes: []string{"dlq:read"}, Tenants: []string{"*"}}}
+	})
+	call(t, "GET", "http://"+inst.AdminAddr()+"/v1/dlq", "file-token", nil).want(t, "token from file", http.StatusOK, "")
+
+	cfg := config.Default()
+	cfg.Instance, cfg.Node.DataDir = "missing", t.TempDir()
+	cfg.HTTP.IP, cfg.HTTP.Port, cfg.Admin.Port, cfg.ClaimCheck.Port = "127.0.0.1", 0, 0, 0
+	cfg.Node.Roles = []string{"edge"}
+	cfg.Admin.Principals = []config.Principal{{Name: "filed", TokenFile: filepath.Join(t.TempDir(), "absent"), Scopes: []string{"dlq:read"}, Tenants: []string{"*"}}}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := instance.New(cfg, instance.Options{Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Start()
+	if err == nil {
+		_ = bad.Stop()
+		t.Fatal("an unreadable token_file started the node")
+	}
+	if !strings.Contains(err.Error(), "principal filed") {
+		t.Fatalf("boot error %v does not name the principal", err)
+	}
+}
