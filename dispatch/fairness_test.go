@@ -60,7 +60,11 @@ func fairnessRun(t testing.TB, heavy bool) (time.Duration, int) {
 	inst := start(t, map[string]config.Source{
 		"a": httpSource("tenant-a", slow.URL, false),
 		"b": httpSource("tenant-b", fast.URL, false),
-	}, func(c *config.Config) { c.Dispatch.Concurrency = 16 })
+	}, func(c *config.Config) {
+		c.Dispatch.Concurrency = 16
+		// Fairness is dispatch's: the compactor archiving the backlog beside it is noise in a timing.
+		c.Node.Roles = []string{config.RoleEdge, config.RoleDispatch}
+	})
 
 	const rounds = 200
 	if heavy {
@@ -103,20 +107,23 @@ func fairnessRun(t testing.TB, heavy bool) (time.Duration, int) {
 // tenant's p99 delivery lag within 2x of its solo p99". The solo p99 is floored at 5 ms
 // so that timer noise on an idle run does not make the bound meaningless. A p99 of 200
 // samples is one unlucky fsync away from the maximum on a shared 2-core machine, so the
-// loaded run is measured up to three times and must hold the bound once; a scheduler
+// pair of runs is measured up to three times and must hold the bound once; a scheduler
 // that lets the heavy tenant take every slot makes the light tenant wait for a slow
 // attempt (20 ms) in every run, and fails all three.
 func TestTenantFairness(t *testing.T) {
-	solo, _ := fairnessRun(t, false)
-	bound := 2 * max(solo, 5*time.Millisecond)
+	var bound time.Duration
 	for try := 1; try <= 3; try++ {
+		// Each loaded run is held to a solo run taken just before it, so a slow spell of the shared machine
+		// weighs on both sides of the comparison instead of on the loaded side alone.
+		solo, _ := fairnessRun(t, false)
+		bound = 2 * max(solo, 5*time.Millisecond)
 		loaded, n := fairnessRun(t, true)
 		t.Logf("tenant B p99 delivery lag: solo %v, behind 99:1 load on a slow sink %v (%d hooks, run %d)", solo, loaded, n, try)
 		if loaded <= bound {
 			return
 		}
 	}
-	t.Fatalf("light tenant p99 under load exceeded 2x its solo p99 (%v) in three runs", bound)
+	t.Fatalf("light tenant p99 under load exceeded 2x its solo p99 (last bound %v) in three runs", bound)
 }
 
 // BenchmarkTenantFairness prints both figures of the fairness run for `make bench`.
