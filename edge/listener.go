@@ -186,6 +186,11 @@ func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
 	// max_body_bytes) before the handler runs; a body that breaks off there lands here.
 	var ne net.Error
 	switch {
+	case errors.As(err, &ne) && ne.Timeout() && len(ctx.Request.Header.RawHeaders()) == 0:
+		// No request head arrived before http.header_timeout_ms: there is no request to answer. An unprompted
+		// 400 would be read by a client that sends its first request just then as the answer to that request,
+		// so the connection is closed without a word (fasthttp's error write then fails on the closed socket).
+		_ = ctx.Conn().Close()
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		e.refuseEarly(ctx, refuseTooLarge(e.set.MaxBodyBytes))
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF), errors.As(err, &ne) && ne.Timeout():

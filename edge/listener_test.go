@@ -464,3 +464,19 @@ func residentBytes(t *testing.T) int64 {
 	t.Fatal("no VmRSS in /proc/self/status")
 	return 0
 }
+
+// A connection that sends nothing is closed at http.header_timeout_ms without an answer: an unprompted 400 would
+// reach a client that sends its first request at that moment as the answer to it.
+func TestSilentConnectionClosedWithoutAnAnswer(t *testing.T) {
+	inst := startWrapped(t, nil, func(c *config.Config) { c.HTTP.HeaderTimeoutMS = 300 })
+	c := dial(t, inst.IngestAddr())
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	got, err := io.ReadAll(c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatal("a silent connection was kept open past its head deadline")
+	}
+	if len(got) != 0 {
+		t.Fatalf("a connection that sent nothing got %q", got)
+	}
+}
