@@ -66,8 +66,7 @@ func EncodedLen(e *sinks.Envelope) int {
 // never reach a message.
 func Encode(dst []byte, e *sinks.Envelope, meta Meta) []byte {
 	dst = slices.Grow(dst, EncodedLen(e))
-	var sum [sha256.Size]byte
-	sum = sha256.Sum256(e.Body)
+	sum := sha256.Sum256(e.Body)
 	dst = append(dst, `{"v":1,"id":`...)
 	dst = appendString(dst, e.Text())
 	dst = append(dst, `,"source_id":`...)

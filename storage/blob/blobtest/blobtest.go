@@ -217,7 +217,7 @@ func list(t *testing.T, s blob.Store) {
 	if err := s.List(ctx(t), "", func(o blob.Object) error {
 		i := slices.Index(keys, o.Key)
 		if int64(i) != o.Size {
-			return fmt.Errorf("List reported %s with size %d, want %d", o.Key, o.Size, i)
+			return fmt.Errorf("list reported %s with size %d, want %d", o.Key, o.Size, i)
 		}
 		return nil
 	}); err != nil {
