@@ -189,6 +189,15 @@ func (a *api) dispatcher(w http.ResponseWriter) *dispatch.Dispatcher {
 	return a.d.Dispatcher
 }
 
+// replayDispatcher is the dispatcher a replay route steers, or nil once the refusal is written: the principal
+// must hold every tenant (403) and the node must run dispatch (409), in that order.
+func (a *api) replayDispatcher(w http.ResponseWriter, p *principal) *dispatch.Dispatcher {
+	if !allTenants(w, p) {
+		return nil
+	}
+	return a.dispatcher(w)
+}
+
 // Replay jobs act on every tenant's dead rows of a source (a shared source's rows belong to many tenants), so
 // they need a principal of every tenant.
 func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal) {
@@ -242,10 +251,7 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 }
 
 func (a *api) listReplays(w http.ResponseWriter, _ *http.Request, p *principal) {
-	if !allTenants(w, p) {
-		return
-	}
-	d := a.dispatcher(w)
+	d := a.replayDispatcher(w, p)
 	if d == nil {
 		return
 	}
@@ -267,10 +273,7 @@ func (a *api) getReplay(w http.ResponseWriter, r *http.Request, p *principal) {
 		badParam(w, "id")
 		return
 	}
-	if !allTenants(w, p) {
-		return
-	}
-	d := a.dispatcher(w)
+	d := a.replayDispatcher(w, p)
 	if d == nil {
 		return
 	}
@@ -311,10 +314,7 @@ func (a *api) steerReplay(to string) func(http.ResponseWriter, *http.Request, *p
 			badParam(w, "state")
 			return
 		}
-		if !allTenants(w, p) {
-			return
-		}
-		d := a.dispatcher(w)
+		d := a.replayDispatcher(w, p)
 		if d == nil {
 			return
 		}
