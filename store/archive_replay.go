@@ -4,8 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
-
-	"github.com/google/uuid"
 )
 
 // ArchiveCursor is an archive replay job's durable position (its ReplayJob.Cursor): the catalogue is read in
@@ -91,12 +89,9 @@ func (db *DB) RedriveArchivedStep(j *ReplayJob, recs []*Record, cursor ArchiveCu
 	if db.closed {
 		return 0, ErrClosed
 	}
-	job, found, err := db.replayJobLocked(j.ID)
+	job, err := db.storedJobLocked(j.ID)
 	if err != nil {
 		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("replay job %s: %w", uuid.UUID(j.ID), ErrNotFound)
 	}
 	if job.State != replayRunning || job.Kind != ReplayKindArchive {
 		*j = job

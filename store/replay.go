@@ -243,12 +243,9 @@ func (db *DB) ReplayDeadStep(j *ReplayJob, limit int, now int64) (moved int, err
 	if db.closed {
 		return 0, ErrClosed
 	}
-	job, found, err := db.replayJobLocked(j.ID)
+	job, err := db.storedJobLocked(j.ID)
 	if err != nil {
 		return 0, err
-	}
-	if !found {
-		return 0, fmt.Errorf("replay job %s: %w", uuid.UUID(j.ID), ErrNotFound)
 	}
 	if job.State != replayRunning || limit <= 0 {
 		*j = job
@@ -335,4 +332,17 @@ func (db *DB) ReplayDeadStep(j *ReplayJob, limit int, now int64) (moved int, err
 		db.wake()
 	}
 	return moved, nil
+}
+
+// storedJobLocked reads job id as committed (under cmu): a step acts on the stored record, never on a caller's
+// copy that may predate a pause or cancel. A job that is gone matches ErrNotFound.
+func (db *DB) storedJobLocked(id [16]byte) (ReplayJob, error) {
+	job, found, err := db.replayJobLocked(id)
+	if err != nil {
+		return ReplayJob{}, err
+	}
+	if !found {
+		return ReplayJob{}, fmt.Errorf("replay job %s: %w", uuid.UUID(id), ErrNotFound)
+	}
+	return job, nil
 }
