@@ -352,29 +352,9 @@ func startNATSBacklog(b *testing.B, received *atomic.Int64) (config.SinkSpec, bo
 // (persistent messages, confirmed once queued durably), read by an auto-ack consumer on
 // a connection of its own, both deleted at the end.
 func startRabbitBacklog(b *testing.B, received *atomic.Int64) (config.SinkSpec, bool) {
-	conn, err := amqp.Dial(services.RabbitMQURL)
-	if err != nil {
-		return serviceDown(b, "RabbitMQ", services.RabbitMQAddr, err)
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		_ = conn.Close()
-		b.Fatal(err)
-	}
-	name := "ankusa-backlog-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	b.Cleanup(func() {
-		_, _ = ch.QueueDelete(name, false, false, false)
-		_ = ch.ExchangeDelete(name, false, false)
-		_ = conn.Close()
-	})
-	if err := ch.ExchangeDeclare(name, "topic", true, false, false, false, nil); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
-		b.Fatal(err)
-	}
-	if err := ch.QueueBind(name, "ankusa.#", name, false, nil); err != nil {
-		b.Fatal(err)
+	name, ok := rabbitTopology(b, "ankusa-backlog-")
+	if !ok {
+		return config.SinkSpec{}, false
 	}
 	cconn, err := amqp.Dial(services.RabbitMQURL)
 	if err != nil {
@@ -534,6 +514,39 @@ func startPubSubBacklog(b *testing.B, received *atomic.Int64) (config.SinkSpec, 
 }
 
 // serviceDown fails the benchmark under CI=true and otherwise says why the sink is left out.
+// rabbitTopology declares a durable topic exchange and a durable queue bound to it for every ankusa.* key, both
+// named prefix + a fresh suffix and deleted when b ends, on the machine's RabbitMQ; false (or a failure under
+// CI=true) when RabbitMQ is down.
+func rabbitTopology(b *testing.B, prefix string) (string, bool) {
+	b.Helper()
+	conn, err := amqp.Dial(services.RabbitMQURL)
+	if err != nil {
+		_, ok := serviceDown(b, "RabbitMQ", services.RabbitMQAddr, err)
+		return "", ok
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		_ = conn.Close()
+		b.Fatal(err)
+	}
+	name := prefix + strconv.FormatInt(time.Now().UnixNano(), 36)
+	b.Cleanup(func() {
+		_, _ = ch.QueueDelete(name, false, false, false)
+		_ = ch.ExchangeDelete(name, false, false)
+		_ = conn.Close()
+	})
+	if err := ch.ExchangeDeclare(name, "topic", true, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	if err := ch.QueueBind(name, "ankusa.#", name, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	return name, true
+}
+
 func serviceDown(b *testing.B, name, addr string, err error) (config.SinkSpec, bool) {
 	b.Helper()
 	if services.CI() {

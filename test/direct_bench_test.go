@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -82,33 +81,9 @@ var directTargets = []directTarget{
 	{name: "rabbitmq", start: func(b *testing.B) (config.SinkSpec, bool) {
 		// The machine's RabbitMQ, a durable exchange and queue of its own (persistent messages
 		// confirmed once queued durably), deleted when the run ends.
-		conn, err := amqp.Dial(services.RabbitMQURL)
-		if err != nil {
-			if services.CI() {
-				b.Fatalf("RabbitMQ is not reachable on %s: %v (CI=true: a benchmark whose service is down fails)", services.RabbitMQAddr, err)
-			}
-			b.Logf("none/rabbitmq skipped: RabbitMQ is not reachable on %s: %v", services.RabbitMQAddr, err)
+		name, ok := rabbitTopology(b, "ankusa-bench-")
+		if !ok {
 			return config.SinkSpec{}, false
-		}
-		ch, err := conn.Channel()
-		if err != nil {
-			_ = conn.Close()
-			b.Fatal(err)
-		}
-		name := "ankusa-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
-		b.Cleanup(func() {
-			_, _ = ch.QueueDelete(name, false, false, false)
-			_ = ch.ExchangeDelete(name, false, false)
-			_ = conn.Close()
-		})
-		if err := ch.ExchangeDeclare(name, "topic", true, false, false, false, nil); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
-			b.Fatal(err)
-		}
-		if err := ch.QueueBind(name, "ankusa.#", name, false, nil); err != nil {
-			b.Fatal(err)
 		}
 		return config.SinkSpec{Type: "rabbitmq", Options: map[string]any{"url": services.RabbitMQURL, "exchange": name}}, true
 	}},
