@@ -14,9 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/ankusa-go/ankusa/test/load"
-	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // sumRecorder is an HTTP sink's destination that keeps the sha256 of every hook body it
@@ -97,39 +94,10 @@ func TestKill9UnderWalNoneLosesNoAckedHook(t *testing.T) {
 		t.Fatalf("no durability line for wal.type none in the startup log:\n%s", n.log())
 	}
 
-	var mu sync.Mutex
-	acked := make(map[string][32]byte)
-	onAccepted := func(id string, body []byte) {
-		sum := sha256.Sum256(body)
-		mu.Lock()
-		acked[id] = sum
-		mu.Unlock()
-	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan load.Report, 1)
-	go func() {
-		rep, _ := load.Run(ctx, load.Options{
-			URL: n.url("/webhooks/sample"), Workers: 64, Requests: 200_000, Duration: 2 * time.Minute,
-			BodyBytes: 1024, Timeout: 20 * time.Second, OnAccepted: onAccepted,
-		})
-		done <- rep
-	}()
-	poll.Eventually(t, 90*time.Second, func() error {
-		if count() < 2000 {
-			return errNotYet
-		}
-		return nil
-	})
-	n.kill()
-	cancel()
-	rep := <-done
+	acked, rep := killUnderLoad(t, n, 64)
 	t.Logf("load at kill: %s", rep)
 
 	missing, mismatched := 0, 0
-	mu.Lock()
 	for id, sum := range acked {
 		got, ok := rec.sum(id)
 		switch {
@@ -140,7 +108,6 @@ func TestKill9UnderWalNoneLosesNoAckedHook(t *testing.T) {
 		}
 	}
 	ackedAtKill := len(acked)
-	mu.Unlock()
 	rec.mu.Lock()
 	received := len(rec.sums)
 	rec.mu.Unlock()

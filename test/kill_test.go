@@ -3,7 +3,7 @@ package test
 import (
 	"context"
 	"crypto/sha256"
-
+	"maps"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -24,45 +24,16 @@ func TestKill9LosesNoAckedHook(t *testing.T) {
 	dataDir := t.TempDir()
 	n := startNode(t, "kill", dataDir)
 
-	var mu sync.Mutex
-	acked := make(map[[16]byte][32]byte) // id → sha256 of the body sent
-	onAccepted := func(id string, body []byte) {
+	sent, rep := killUnderLoad(t, n, 256)
+	acked := make(map[[16]byte][32]byte, len(sent)) // id → sha256 of the body sent
+	for id, sum := range sent {
 		raw, ok := edge.ParseID(id)
 		if !ok {
-			t.Errorf("201 with a malformed id %q", id)
-			return
+			t.Fatalf("201 with a malformed id %q", id)
 		}
-		sum := sha256.Sum256(body)
-		mu.Lock()
 		acked[raw] = sum
-		mu.Unlock()
 	}
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan load.Report, 1)
-	go func() {
-		rep, _ := load.Run(ctx, load.Options{
-			URL: n.url("/webhooks/sample"), Workers: 256, Requests: 200_000, Duration: 2 * time.Minute,
-			BodyBytes: 1024, Timeout: 20 * time.Second, OnAccepted: onAccepted,
-		})
-		done <- rep
-	}()
-	// Kill in the middle of the load: once at least 2,000 hooks were acked and many
-	// more are in flight on 256 connections.
-	poll.Eventually(t, 90*time.Second, func() error {
-		if count() < 2000 {
-			return errNotYet
-		}
-		return nil
-	})
-	n.kill()
-	// Let the driver see the dead server for a moment, then stop it.
-	time.Sleep(200 * time.Millisecond)
-	cancel()
-	rep := <-done
-	ackedAtKill := count()
+	ackedAtKill := len(acked)
 	t.Logf("load at kill: %s", rep)
 
 	// Restart on the same data dir: the node opens the store (torn tail dropped) and
@@ -112,3 +83,43 @@ type sentinel string
 func (s sentinel) Error() string { return string(s) }
 
 const errNotYet = sentinel("not yet")
+
+// killUnderLoad drives n with 1 KiB hooks on workers connections, kills it with SIGKILL once at least 2,000 were
+// acked (many more in flight), lets the driver see the dead server for a moment, stops it, and returns every
+// acked id with the sha256 of the body it was sent with.
+func killUnderLoad(t *testing.T, n *node, workers int) (map[string][32]byte, load.Report) {
+	t.Helper()
+	var mu sync.Mutex
+	acked := make(map[string][32]byte)
+	onAccepted := func(id string, body []byte) {
+		sum := sha256.Sum256(body)
+		mu.Lock()
+		acked[id] = sum
+		mu.Unlock()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan load.Report, 1)
+	go func() {
+		rep, _ := load.Run(ctx, load.Options{
+			URL: n.url("/webhooks/sample"), Workers: workers, Requests: 200_000, Duration: 2 * time.Minute,
+			BodyBytes: 1024, Timeout: 20 * time.Second, OnAccepted: onAccepted,
+		})
+		done <- rep
+	}()
+	poll.Eventually(t, 90*time.Second, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(acked) < 2000 {
+			return errNotYet
+		}
+		return nil
+	})
+	n.kill()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	rep := <-done
+	mu.Lock()
+	defer mu.Unlock()
+	return maps.Clone(acked), rep
+}
