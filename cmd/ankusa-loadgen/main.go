@@ -21,9 +21,10 @@ import (
 )
 
 const (
-	exitOK        = 0
-	exitLostLines = 1
-	exitNoStart   = 2
+	exitOK          = 0
+	exitLostLines   = 1
+	exitNoStart     = 2
+	exitUndelivered = 3
 )
 
 func main() {
@@ -45,6 +46,10 @@ type flags struct {
 	timeout   time.Duration
 	out       string
 	json      bool
+	warmup    time.Duration
+	recorder  string
+	metrics   string
+	drain     time.Duration
 }
 
 // run parses args, drives the load and prints the report; it returns the exit code.
@@ -74,7 +79,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&f.timeout, "timeout", 20*time.Second, "per-request timeout")
 	fs.StringVar(&f.out, "out", "", `append "id sha256hex" of every acknowledged hook to this file`)
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON")
+	fs.DurationVar(&f.warmup, "warmup", 0, "first run this long at the same rate and leave it out of the figures (its acks are still checked for delivery)")
+	fs.StringVar(&f.recorder, "recorder", "", "serve a sink recorder on this host:port (point the node's http sink at http://<it>/hooks) and report delivery latency and missing ids")
+	fs.StringVar(&f.metrics, "metrics", "", "the node's /metrics URL: report the delivery backlog (ankusa_queue_pending+scheduled+inflight) at the end")
+	fs.DurationVar(&f.drain, "drain", 30*time.Second, "with --recorder: how long to wait after the load for every acknowledged id to arrive")
 	_ = cmd.MarkFlagRequired("url")
+	cmd.AddCommand(recorderCommand(ctx, stdout))
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
@@ -112,7 +122,16 @@ func drive(ctx context.Context, f flags, stdout, stderr io.Writer) (int, error) 
 		log = &ackLog{f: file}
 		o.OnAccepted = log.record
 	}
-	rep, err := load.Run(ctx, o)
+	var rec *load.Recorder
+	if f.recorder != "" {
+		var err error
+		if rec, err = load.StartRecorder(f.recorder); err != nil {
+			return exitNoStart, err
+		}
+		defer func() { _ = rec.Close() }()
+		o.OnAcked = rec.Acked
+	}
+	rep, err := warmAndRun(ctx, o, f.warmup)
 	var lost error
 	if log != nil {
 		lost = log.close()
@@ -121,10 +140,44 @@ func drive(ctx context.Context, f flags, stdout, stderr io.Writer) (int, error) 
 		return exitNoStart, err
 	}
 	printReport(rep, f, stdout, stderr)
+	code := exitOK
+	if rec != nil {
+		d := rec.Deliveries(ctx, f.drain)
+		if f.json {
+			b, _ := json.Marshal(d)
+			fmt.Fprintf(stdout, "%s\n", b)
+		} else {
+			fmt.Fprintln(stdout, d.String())
+		}
+		if d.Missing > 0 {
+			fmt.Fprintf(stderr, "ankusa-loadgen: %d acknowledged ids not delivered within --drain %v, e.g. %v\n", d.Missing, f.drain, d.Missed)
+			code = exitUndelivered
+		}
+	}
+	if f.metrics != "" {
+		n, err := load.ScrapeBacklog(ctx, f.metrics)
+		if err != nil {
+			fmt.Fprintln(stderr, "ankusa-loadgen:", err)
+		} else {
+			fmt.Fprintf(stdout, "backlog=%d\n", n)
+		}
+	}
 	if lost != nil {
 		return exitLostLines, lost
 	}
-	return exitOK, nil
+	return code, nil
+}
+
+// warmAndRun runs o for warmup first (when > 0), its figures discarded, then o itself.
+func warmAndRun(ctx context.Context, o load.Options, warmup time.Duration) (load.Report, error) {
+	if warmup > 0 {
+		w := o
+		w.Requests, w.Duration = 0, warmup
+		if _, err := load.Run(ctx, w); err != nil {
+			return load.Report{}, fmt.Errorf("cannot warm up: %w", err)
+		}
+	}
+	return load.Run(ctx, o)
 }
 
 func printReport(rep load.Report, f flags, stdout, stderr io.Writer) {
@@ -145,6 +198,7 @@ func printReport(rep load.Report, f flags, stdout, stderr io.Writer) {
 		return
 	}
 	fmt.Fprintln(stdout, rep.String())
+	fmt.Fprintln(stdout, "refused by status:", rep.Refusals())
 }
 
 // ackLog appends one line per acknowledged hook. Each line is one write(2) to a file
@@ -177,4 +231,38 @@ func (l *ackLog) record(id string, body []byte) {
 func (l *ackLog) close() error {
 	cerr := l.f.Close()
 	return errors.Join(l.err, cerr)
+}
+
+// recorderCommand is `ankusa-loadgen recorder`: a sink recorder on its own, for a node whose load comes from
+// elsewhere. It prints the ids received every --every and once more at exit.
+func recorderCommand(ctx context.Context, stdout io.Writer) *cobra.Command {
+	var listen string
+	var every time.Duration
+	cmd := &cobra.Command{
+		Use:   "recorder",
+		Short: "serve a local HTTP sink that answers 200 and counts the hook ids it receives",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			rec, err := load.StartRecorder(listen)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "recording at %s\n", rec.URL())
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					fmt.Fprintf(stdout, "received=%d\n", rec.Received())
+				case <-ctx.Done():
+					err := rec.Close()
+					fmt.Fprintf(stdout, "received=%d %s\n", rec.Received(), rec.Deliveries(context.Background(), 0))
+					return err
+				}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9099", "host:port to serve on")
+	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "how often to print the count")
+	return cmd
 }

@@ -36,6 +36,10 @@ type Options struct {
 	// the worker goroutine that received it, so it must be safe for concurrent use.
 	// body is only valid during the call: the worker reuses it for its next request.
 	OnAccepted func(id string, body []byte)
+	// OnAcked, when set, is called for every 201 with the hook id and the time the request was due (open
+	// loop) or sent (closed loop), from the worker goroutine that received it: Recorder.Acked measures
+	// delivery latency from it.
+	OnAcked func(id string, due time.Time)
 }
 
 const (

@@ -3,6 +3,8 @@ package load
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -21,15 +23,37 @@ type Report struct {
 	Elapsed      time.Duration
 	// P50 … Max are the ack latencies of accepted requests: from the send (closed
 	// loop) or from the due time (open loop) to the end of the response.
-	P50, P90, P99, Max time.Duration
-	AcceptedPerSec     float64
+	P50, P90, P99, P999, Max time.Duration
+	AcceptedPerSec           float64
 }
 
 // String is the one-line summary printed by tools and benchmarks.
 func (r Report) String() string {
-	return fmt.Sprintf("sent=%d accepted=%d dup=%d shed=%d rate_limited=%d errors=%d accepted/s=%.1f p50=%s p99=%s max=%s",
+	return fmt.Sprintf("sent=%d accepted=%d dup=%d shed=%d rate_limited=%d errors=%d accepted/s=%.1f p50=%s p99=%s p999=%s max=%s",
 		r.Sent, r.Accepted, r.Duplicates, r.Shed, r.RateLimited, r.Errors, r.AcceptedPerSec,
-		ms(r.P50), ms(r.P99), ms(r.Max))
+		ms(r.P50), ms(r.P99), ms(r.P999), ms(r.Max))
+}
+
+// Refusals lists the responses other than 201 by status, e.g. "503:12 429:3", or "none".
+func (r Report) Refusals() string {
+	codes := make([]int, 0, len(r.StatusCounts))
+	for c := range r.StatusCounts {
+		if c != 201 {
+			codes = append(codes, c)
+		}
+	}
+	if len(codes) == 0 {
+		return "none"
+	}
+	slices.Sort(codes)
+	var b strings.Builder
+	for i, c := range codes {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%d:%d", c, r.StatusCounts[c])
+	}
+	return b.String()
 }
 
 func ms(d time.Duration) string {
@@ -52,6 +76,7 @@ type reportJSON struct {
 	P50            float64       `json:"p50_ms"`
 	P90            float64       `json:"p90_ms"`
 	P99            float64       `json:"p99_ms"`
+	P999           float64       `json:"p999_ms"`
 	Max            float64       `json:"max_ms"`
 }
 
@@ -61,7 +86,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		Sent: r.Sent, Accepted: r.Accepted, Duplicates: r.Duplicates, Shed: r.Shed,
 		RateLimited: r.RateLimited, Errors: r.Errors, StatusCounts: r.StatusCounts,
 		ElapsedSeconds: r.Elapsed.Seconds(), AcceptedPerSec: r.AcceptedPerSec,
-		P50: msf(r.P50), P90: msf(r.P90), P99: msf(r.P99), Max: msf(r.Max),
+		P50: msf(r.P50), P90: msf(r.P90), P99: msf(r.P99), P999: msf(r.P999), Max: msf(r.Max),
 	})
 }
 

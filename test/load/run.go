@@ -138,7 +138,7 @@ func (r *run) report(workers []*worker, elapsed time.Duration) Report {
 	}
 	rep.Shed = rep.StatusCounts[fasthttp.StatusServiceUnavailable]
 	rep.RateLimited = rep.StatusCounts[fasthttp.StatusTooManyRequests]
-	rep.P50, rep.P90, rep.P99 = h.quantile(0.50), h.quantile(0.90), h.quantile(0.99)
+	rep.P50, rep.P90, rep.P99, rep.P999 = h.quantile(0.50), h.quantile(0.90), h.quantile(0.99), h.quantile(0.999)
 	rep.Max = time.Duration(h.max)
 	if elapsed > 0 {
 		rep.AcceptedPerSec = float64(rep.Accepted) / elapsed.Seconds()
@@ -274,8 +274,14 @@ func (w *worker) do(n int64, due time.Time) {
 		w.duplicates++
 	}
 	w.hist.record(lat)
-	if w.r.o.OnAccepted != nil {
-		w.r.o.OnAccepted(string(id), w.body)
+	if w.r.o.OnAccepted != nil || w.r.o.OnAcked != nil {
+		ids := string(id)
+		if w.r.o.OnAccepted != nil {
+			w.r.o.OnAccepted(ids, w.body)
+		}
+		if w.r.o.OnAcked != nil {
+			w.r.o.OnAcked(ids, due)
+		}
 	}
 }
 
