@@ -1,0 +1,132 @@
+package test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/load"
+	"github.com/ankusa-go/ankusa/test/reference"
+)
+
+// BenchmarkDeliveryVsReference is the delivery figure of `make bench` (issue 11): the same backlog of
+// ANKUSA_BENCH_BACKLOG hooks of 1 KiB (default 100,000) is stored twice, then drained to a local HTTP sink
+// (load.Recorder: fasthttp, answers 200, records ids) once by an instance with the dispatch role and default
+// settings through the http sink, once by the delivery reference (reference.Deliver: one reader, 32 workers on
+// a pool of 32 keep-alive connections, deletes in batches). Each clock runs from before the node (or the
+// reference) opens the store until the recorder holds every id and the store is drained. It prints both
+// hooks/s and their ratio (acceptance: >= 1.0). ANKUSA_BENCH_ORDER=reverse runs the reference first.
+func BenchmarkDeliveryVsReference(b *testing.B) {
+	n := backlogSize()
+	for i := 0; i < b.N; i++ {
+		if i > 0 {
+			break
+		}
+		runs := []func() float64{
+			func() float64 { return drainNodeHTTP(b, n) },
+			func() float64 { return drainReference(b, n) },
+		}
+		got := make([]float64, len(runs))
+		order := []int{0, 1}
+		if os.Getenv("ANKUSA_BENCH_ORDER") == "reverse" {
+			order = []int{1, 0}
+		}
+		for _, j := range order {
+			syscall.Sync()
+			got[j] = runs[j]()
+		}
+		node, ref := got[0], got[1]
+		b.Logf("delivery of %d hooks to a local HTTP sink: ankusa %.0f hooks/s, reference %.0f hooks/s, ratio %.3f",
+			n, node, ref, node/ref)
+		b.ReportMetric(node, "hooks/s")
+		b.ReportMetric(ref, "ref_hooks/s")
+		b.ReportMetric(node/ref, "ratio")
+	}
+}
+
+// drainNodeHTTP seeds n hooks for the http sink, starts an instance with dispatch on them, and returns the
+// hooks/s at which they reached the recorder.
+func drainNodeHTTP(b *testing.B, n int) float64 {
+	b.Helper()
+	rec := startRecorder(b)
+	dir := b.TempDir()
+	const name = "delivery-node"
+	cfg := config.Default()
+	cfg.Instance, cfg.Node.DataDir = name, dir
+	if err := reference.SeedBacklog(cfg.StoreDir(), "http", n); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	in := fixture.InstanceWith(b, name, func(c *config.Config) {
+		c.Node.DataDir = dir
+		c.Node.Roles = []string{"edge", "dispatch"}
+		c.Admin.Enabled = false
+		c.Sources = map[string]config.Source{"sample": {Tenant: "default",
+			Sinks: []config.SinkSpec{{Type: "http", Options: map[string]any{"url": rec.URL()}}}}}
+	}, instance.Options{Log: zerolog.New(zerolog.NewTestWriter(b)).Level(zerolog.ErrorLevel)})
+	db := in.Store()
+	deadline := start.Add(time.Duration(n/200)*time.Second + time.Minute)
+	for {
+		c := db.Counts()
+		if rec.Received() >= int64(n) && c.Pending+c.Scheduled+c.Inflight == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("node: after %v the recorder holds %d of %d ids, the store %+v; attempts %s",
+				time.Since(start).Round(time.Second), rec.Received(), n, c, attemptsByResult(in, "http"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	if err := in.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	d := rec.Deliveries(context.Background(), 0)
+	b.Logf("ankusa:    %d hooks delivered in %v (%.0f hooks/s), %d received twice; attempts %s",
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), d.Duplicates, attemptsByResult(in, "http"))
+	return float64(n) / elapsed.Seconds()
+}
+
+// drainReference seeds n hooks and drains them with reference.Deliver at dispatch's default concurrency.
+func drainReference(b *testing.B, n int) float64 {
+	b.Helper()
+	rec := startRecorder(b)
+	dir := b.TempDir()
+	if err := reference.SeedBacklog(dir, "http", n); err != nil {
+		b.Fatal(err)
+	}
+	rep, err := reference.Deliver(context.Background(), reference.DeliverOptions{Dir: dir, URL: rec.URL(),
+		Conns: config.Default().Dispatch.Concurrency})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if rep.Delivered != n || rec.Received() != int64(n) {
+		b.Fatalf("reference delivered %d, the recorder holds %d of %d ids", rep.Delivered, rec.Received(), n)
+	}
+	b.Logf("reference: %d hooks delivered in %v (%.0f hooks/s), %d failed POSTs retried",
+		n, rep.Elapsed.Round(time.Millisecond), rep.HooksPerSec(), rep.Failed)
+	return rep.HooksPerSec()
+}
+
+// startRecorder starts a sink recorder on a free loopback port, closed when b ends.
+func startRecorder(b testing.TB) *load.Recorder {
+	b.Helper()
+	rec, err := load.StartRecorder("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := rec.Close(); err != nil {
+			b.Error(fmt.Errorf("cannot stop the recorder: %w", err))
+		}
+	})
+	return rec
+}
