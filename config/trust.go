@@ -42,13 +42,14 @@ var (
 	verifyFailurePolicies = []string{OnVerifyReject, OnVerifyQuarantine, OnVerifyAcceptFlag}
 	storeHeaderModes      = []string{StoreHeadersDrop, StoreHeadersHash}
 	// dedupePresets are the providers whose event key the edge knows (inventory C.5).
-	dedupePresets = []string{"github", "standard_webhooks", "svix", "shopify", "stripe"}
+	dedupePresets = []string{"github", "standard_webhooks", "svix", "shopify", "stripe", "twilio", "paddle", "linear",
+		"intercom", "typeform", "pagerduty", "square", "mailgun", "gitlab"}
 )
 
 // DedupeSpec is sources.<id>.dedupe: a preset name (`dedupe: github`) or a mapping
 // `{preset | header | json, ttl_seconds}` naming exactly one place the provider's event key is read from.
 type DedupeSpec struct {
-	Preset     string `yaml:"preset"`      // github|standard_webhooks|svix|shopify|stripe
+	Preset     string `yaml:"preset"`      // one of dedupePresets (docs/providers.md)
 	Header     string `yaml:"header"`      // a request header holding the key (matched case-insensitively)
 	JSON       string `yaml:"json"`        // a dotted path of object keys into a JSON body ("data.id")
 	TTLSeconds int    `yaml:"ttl_seconds"` // default 259_200 (72 h); > 0

@@ -58,7 +58,7 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		// on_verify_failure
 		{src("on_verify_failure: drop"), "sources.gh.on_verify_failure", `must be one of reject|quarantine|accept_flag, got "drop"`},
 		// dedupe
-		{src("dedupe: gihub"), "sources.gh.dedupe.preset", `must be one of github|standard_webhooks|svix|shopify|stripe, got "gihub"`},
+		{src("dedupe: gihub"), "sources.gh.dedupe.preset", `must be one of github|standard_webhooks|svix|shopify|stripe|twilio|paddle|linear|intercom|typeform|pagerduty|square|mailgun|gitlab, got "gihub"`},
 		{src("dedupe: {header: x-id, json: id}"), "sources.gh.dedupe", "exactly one of preset, header or json"},
 		{src("dedupe: {ttl_seconds: 60}"), "sources.gh.dedupe", "exactly one of preset, header or json"},
 		{src("dedupe: {header: 'x id'}"), "sources.gh.dedupe.header", "must be a header name"},

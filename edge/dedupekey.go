@@ -38,6 +38,21 @@ func dedupePreset(name string) (header, jsonPath string, ok bool) {
 		return "x-shopify-webhook-id", "", true
 	case "stripe":
 		return "", "id", true
+	// The providers of docs/providers.md: each one's own event or delivery id, stable across its retries.
+	case "twilio":
+		return "i-twilio-idempotency-token", "", true
+	case "linear":
+		return "linear-delivery", "", true
+	case "gitlab":
+		return "idempotency-key", "", true
+	case "paddle", "typeform", "square":
+		return "", "event_id", true
+	case "intercom":
+		return "", "id", true
+	case "pagerduty":
+		return "", "event.id", true
+	case "mailgun":
+		return "", "event-data.id", true
 	}
 	return "", "", false
 }

@@ -147,7 +147,7 @@ func TestNewDedupeExtractorRefusesWhatConfigRefuses(t *testing.T) {
 	for _, spec := range []config.DedupeSpec{
 		{TTLSeconds: 1},
 		{Preset: "github", Header: "x-id", TTLSeconds: 1},
-		{Preset: "gitlab", TTLSeconds: 1},
+		{Preset: "bitbucket", TTLSeconds: 1},
 		{JSON: "a..b", TTLSeconds: 1},
 		{JSON: ".", TTLSeconds: 1},
 		{Header: "x-id"},

@@ -294,7 +294,7 @@ func (e *Edge) readBody(rq *request) error {
 func (e *Edge) verifyTrust(rq *request) (ending, error) {
 	ctx, sc, src := rq.ctx, rq.sc, rq.src
 	trust := src.Trust
-	vreq := verify.Request{Body: rq.body, Header: sc.header, Query: sc.query, Now: rq.start}
+	vreq := verify.Request{Body: rq.body, Header: sc.header, Query: sc.query, RawQuery: ctx.URI().QueryString(), Now: rq.start}
 	if trust.PeerCert {
 		if st := ctx.TLSConnectionState(); st != nil && len(st.PeerCertificates) > 0 {
 			vreq.PeerCert = st.PeerCertificates[0]

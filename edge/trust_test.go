@@ -79,7 +79,7 @@ func TestNewTrustRefusesAnInvalidSource(t *testing.T) {
 	for _, src := range []config.Source{
 		{OnVerifyFailure: "drop"},
 		{StoreHeaders: config.StoreHeaders{Mode: "keep"}},
-		{Dedupe: &config.DedupeSpec{Preset: "gitlab", TTLSeconds: 1}},
+		{Dedupe: &config.DedupeSpec{Preset: "bitbucket", TTLSeconds: 1}},
 	} {
 		if _, err := NewTrust(src); !errors.Is(err, ErrBadTrust) {
 			t.Errorf("%+v: err %v, want ErrBadTrust", src, err)

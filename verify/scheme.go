@@ -50,6 +50,7 @@ type scheme struct {
 	parse     parseKind
 	sigPrefix []byte
 	sigKey    []byte
+	pairSep   byte   // csv_pairs separator: ',' or ';' (paddle)
 	version   []byte // "v1," for space_versions
 	segs      []segment
 	headers   []string // lowercased names of the {header:NAME} placeholders
@@ -161,7 +162,7 @@ func (s *scheme) prepare(r *Request, p *prep) error {
 	case parseCSVPairs:
 		for rest := raw; len(rest) > 0; {
 			var pair []byte
-			pair, rest, _ = bytes.Cut(rest, []byte{','})
+			pair, rest, _ = bytes.Cut(rest, []byte{s.pairSep})
 			k, v, ok := bytes.Cut(bytes.TrimSpace(pair), []byte{'='})
 			if !ok {
 				continue
@@ -303,7 +304,10 @@ func parseUnix(b []byte) (int64, bool) {
 // compileScheme builds the scheme fields shared by the HMAC engine and Ed25519 from an inline spec.
 // sigLen is the decoded signature length of the hash or signature algorithm.
 func compileScheme(ps *problems, s Spec, sigLen int, weak bool) *scheme {
-	sc := &scheme{sigLen: sigLen}
+	sc := &scheme{sigLen: sigLen, pairSep: ','}
+	if s.pairSep != 0 {
+		sc.pairSep = s.pairSep
+	}
 	if s.SignatureHeader == "" {
 		ps.add("signature_header", "required")
 	} else if !validHeaderName(s.SignatureHeader) {
@@ -378,6 +382,10 @@ func compileScheme(ps *problems, s Spec, sigLen int, weak bool) *scheme {
 	}
 	var usesTS bool
 	sc.segs, sc.headers, usesTS = compileTemplate(ps, signed)
+	if s.urlPrefix {
+		// The URL is a literal, never parsed as a template: it may hold braces.
+		sc.segs = append([]segment{{kind: segLiteral, lit: []byte(s.PublicURL)}}, sc.segs...)
+	}
 	switch {
 	case usesTS && !sc.hasTS:
 		ps.add("signed", "{ts} needs timestamp_header or timestamp_field")

@@ -31,7 +31,7 @@ const (
 
 // Spec is the YAML shape of `sources.<id>.verify`. The zero Spec (no verify block) is type none.
 type Spec struct {
-	// Type is none|stripe|github|shopify|slack|standard_webhooks|hmac|ed25519|token|client_cert.
+	// Type is none, a preset (Presets), hmac, ed25519, token or client_cert.
 	Type string `yaml:"type"`
 	// Secret is one secret or a rotation list (newest first, at most 8, each non-empty).
 	Secret Secrets `yaml:"secret" config:"secret"`
@@ -51,8 +51,19 @@ type Spec struct {
 	TimestampHeader string `yaml:"timestamp_header"` // the header that holds the timestamp
 	TimestampField  string `yaml:"timestamp_field"`  // csv_pairs: the key of the timestamp pair ("t")
 
-	// PublicKey is the ed25519 public key or rotation list: base64 of 32 bytes, optionally "whpk_" prefixed.
+	// PublicKey is the ed25519 public key or rotation list: base64 of 32 bytes, optionally "whpk_" prefixed;
+	// for sendgrid, the base64 (or PEM) of the P-256 verification key SendGrid shows.
 	PublicKey Secrets `yaml:"public_key"`
+
+	// PublicURL is the URL the provider posts to, as configured at the provider, without a query string
+	// (twilio appends the request's own): twilio and square sign it, and behind a proxy the node cannot
+	// know it.
+	PublicURL string `yaml:"public_url"`
+
+	// pairSep separates csv_pairs (',' when zero); paddle's header is "ts=..;h1=..".
+	pairSep byte
+	// urlPrefix: the signed content starts with PublicURL (square).
+	urlPrefix bool
 
 	// Token location: bearer (default) | basic | header | query.
 	Location string `yaml:"location"`
@@ -145,7 +156,7 @@ func New(s Spec) (Verifier, error) {
 // ForKeys returns the spec with its keys replaced by keys: the public keys of an ed25519 spec, the secret
 // of any other. A shared source's per-tenant secrets are built with it.
 func (s Spec) ForKeys(keys Secrets) Spec {
-	if s.Type == "ed25519" {
+	if s.Type == "ed25519" || s.Type == "sendgrid" {
 		s.PublicKey = keys
 	} else {
 		s.Secret = keys
@@ -156,6 +167,9 @@ func (s Spec) ForKeys(keys Secrets) Spec {
 // CredentialHeaders lists the lowercased headers a token verifier reads its credential from: the edge
 // drops them from what it stores, whatever the store_headers policy. Other types read no credential header.
 func (s Spec) CredentialHeaders() []string {
+	if s.Type == "gitlab" {
+		return []string{"x-gitlab-token"}
+	}
 	if s.Type != "token" {
 		return nil
 	}
@@ -170,13 +184,20 @@ func (s Spec) CredentialHeaders() []string {
 	return nil
 }
 
-// presets are the five HMAC presets of inventory C.2, written as inline schemes so one engine runs all.
+// Presets lists the provider presets, in documentation order.
+var Presets = []string{"stripe", "github", "shopify", "slack", "standard_webhooks", "svix", "zoom", "paddle",
+	"linear", "intercom", "typeform", "pagerduty", "square", "meta", "dropbox", "twitter", "twilio", "mailgun",
+	"sendgrid", "gitlab"}
+
+// preset returns the inline scheme of an HMAC-engine preset (inventory C.2 and docs/providers.md), so one
+// engine runs all. twilio, mailgun, sendgrid and gitlab are built by their own verifiers (bespoke).
 func preset(typ string) (Spec, bool) {
 	switch typ {
 	case "stripe":
 		return Spec{SignatureHeader: "Stripe-Signature", Parse: "csv_pairs", SigKey: "v1",
 			TimestampField: "t", Signed: "{ts}.{body}", Hash: "sha256", Encoding: "hex", SecretDecode: "raw"}, true
-	case "github":
+	case "github", "meta":
+		// Meta (Facebook, Instagram, WhatsApp) signs with the app secret exactly as GitHub does.
 		return Spec{SignatureHeader: "X-Hub-Signature-256", Parse: "whole", SigPrefix: "sha256=",
 			Signed: "{body}", Hash: "sha256", Encoding: "hex", SecretDecode: "raw"}, true
 	case "shopify":
@@ -190,8 +211,51 @@ func preset(typ string) (Spec, bool) {
 		return Spec{SignatureHeader: "webhook-signature", Parse: "space_versions", Version: "v1",
 			TimestampHeader: "webhook-timestamp", Signed: "{header:webhook-id}.{ts}.{body}", Hash: "sha256",
 			Encoding: "base64", SecretDecode: "whsec_base64"}, true
+	case "svix":
+		// Standard Webhooks under Svix's header names (svix-id, svix-timestamp, svix-signature).
+		return Spec{SignatureHeader: "svix-signature", Parse: "space_versions", Version: "v1",
+			TimestampHeader: "svix-timestamp", Signed: "{header:svix-id}.{ts}.{body}", Hash: "sha256",
+			Encoding: "base64", SecretDecode: "whsec_base64"}, true
+	case "zoom":
+		return Spec{SignatureHeader: "x-zm-signature", Parse: "whole", SigPrefix: "v0=",
+			TimestampHeader: "x-zm-request-timestamp", Signed: "v0:{ts}:{body}", Hash: "sha256",
+			Encoding: "hex", SecretDecode: "raw"}, true
+	case "paddle":
+		return Spec{SignatureHeader: "Paddle-Signature", Parse: "csv_pairs", SigKey: "h1", pairSep: ';',
+			TimestampField: "ts", Signed: "{ts}:{body}", Hash: "sha256", Encoding: "hex", SecretDecode: "raw"}, true
+	case "linear":
+		// The timestamp (webhookTimestamp, ms) is inside the signed body: linearVerifier checks it.
+		return Spec{SignatureHeader: "Linear-Signature", Parse: "whole", Signed: "{body}", Hash: "sha256",
+			Encoding: "hex", SecretDecode: "raw"}, true
+	case "intercom":
+		return Spec{SignatureHeader: "X-Hub-Signature", Parse: "whole", SigPrefix: "sha1=", Signed: "{body}",
+			Hash: "sha1", Encoding: "hex", SecretDecode: "raw"}, true
+	case "typeform":
+		return Spec{SignatureHeader: "Typeform-Signature", Parse: "whole", SigPrefix: "sha256=",
+			Signed: "{body}", Hash: "sha256", Encoding: "base64", SecretDecode: "raw"}, true
+	case "pagerduty":
+		return Spec{SignatureHeader: "X-PagerDuty-Signature", Parse: "csv_pairs", SigKey: "v1",
+			Signed: "{body}", Hash: "sha256", Encoding: "hex", SecretDecode: "raw"}, true
+	case "square":
+		return Spec{SignatureHeader: "x-square-hmacsha256-signature", Parse: "whole", Signed: "{body}",
+			urlPrefix: true, Hash: "sha256", Encoding: "base64", SecretDecode: "raw"}, true
+	case "dropbox":
+		return Spec{SignatureHeader: "X-Dropbox-Signature", Parse: "whole", Signed: "{body}", Hash: "sha256",
+			Encoding: "hex", SecretDecode: "raw"}, true
+	case "twitter":
+		return Spec{SignatureHeader: "X-Twitter-Webhooks-Signature", Parse: "whole", SigPrefix: "sha256=",
+			Signed: "{body}", Hash: "sha256", Encoding: "base64", SecretDecode: "raw"}, true
 	}
 	return Spec{}, false
+}
+
+// bespoke names the presets with a verifier of their own.
+func bespoke(typ string) bool {
+	switch typ {
+	case "twilio", "mailgun", "sendgrid", "gitlab":
+		return true
+	}
+	return false
 }
 
 // problems collects Problems; the helpers keep build readable.
@@ -231,6 +295,7 @@ func setFields(s *Spec) []string {
 	add(s.Name != "", "name")
 	add(s.Username != "", "username")
 	add(len(s.Pins) > 0, "pins")
+	add(s.PublicURL != "", "public_url")
 	return out
 }
 
@@ -250,6 +315,14 @@ func allowedFields(typ string) []string {
 		return []string{"secret", "location", "name", "username"}
 	case "client_cert":
 		return []string{"pins"}
+	case "square":
+		return []string{"secret", "public_url"}
+	case "twilio":
+		return []string{"secret", "public_url"}
+	case "sendgrid":
+		return []string{"public_key", "tolerance_seconds"}
+	case "gitlab":
+		return []string{"secret"}
 	}
 	return []string{"secret", "tolerance_seconds"} // the presets
 }
@@ -259,11 +332,11 @@ func build(s Spec) (Verifier, []Problem) {
 	var ps problems
 	known := s.Type == "" || s.Type == "none" || s.Type == "hmac" || s.Type == "ed25519" ||
 		s.Type == "token" || s.Type == "client_cert"
-	if _, ok := preset(s.Type); ok {
+	if _, ok := preset(s.Type); ok || bespoke(s.Type) {
 		known = true
 	}
 	if !known {
-		ps.add("type", "unknown verifier type %q (none|stripe|github|shopify|slack|standard_webhooks|hmac|ed25519|token|client_cert)", s.Type)
+		ps.add("type", "unknown verifier type %q (none|hmac|ed25519|token|client_cert|%s)", s.Type, strings.Join(Presets, "|"))
 		return nil, ps
 	}
 	allowed := allowedFields(s.Type)
@@ -296,15 +369,50 @@ func build(s Spec) (Verifier, []Problem) {
 		v = buildToken(&ps, s)
 	case "client_cert":
 		v = buildClientCert(&ps, s)
+	case "twilio":
+		v = buildTwilio(&ps, s)
+	case "mailgun":
+		v = buildMailgun(&ps, s)
+	case "sendgrid":
+		v = buildSendGrid(&ps, s)
+	case "gitlab":
+		v = buildToken(&ps, Spec{Location: "header", Name: "X-Gitlab-Token", Secret: s.Secret})
+		if tv, ok := v.(*tokenVerifier); ok {
+			tv.provider, tv.label = "gitlab", "gitlab"
+		}
 	default:
 		p, _ := preset(s.Type)
-		p.Secret, p.ToleranceSeconds = s.Secret, s.ToleranceSeconds
+		p.Secret, p.ToleranceSeconds, p.PublicURL = s.Secret, s.ToleranceSeconds, s.PublicURL
+		if s.Type == "linear" && s.ToleranceSeconds == 0 {
+			p.ToleranceSeconds = linearToleranceSeconds
+		}
+		if p.urlPrefix {
+			checkPublicURL(&ps, s.PublicURL, false)
+		}
 		v = buildHMAC(&ps, s.Type, p)
+		if s.Type == "linear" && v != nil {
+			v = &linearVerifier{hmac: v.(*hmacVerifier), tolerance: tolerance(p.ToleranceSeconds, false)}
+		}
 	}
 	if len(ps) > 0 {
 		return nil, ps
 	}
 	return v, nil
+}
+
+// checkPublicURL validates public_url: an absolute http(s) URL; twilio's carries no query string, since
+// the request's own is appended.
+func checkPublicURL(ps *problems, u string, noQuery bool) {
+	switch {
+	case u == "":
+		ps.add("public_url", "required: the URL the provider posts to, as configured at the provider")
+	case !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://"):
+		ps.add("public_url", "must be an absolute http:// or https:// URL")
+	case strings.ContainsAny(u, " \t\r\n#"):
+		ps.add("public_url", "must not contain whitespace or a fragment")
+	case noQuery && strings.Contains(u, "?"):
+		ps.add("public_url", "must not carry a query string: the request's own is appended, as the provider signs it")
+	}
 }
 
 // checkList reports an empty, over-long or holed rotation list. field names the key ("secret").

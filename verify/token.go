@@ -23,15 +23,16 @@ const (
 // tokenVerifier checks a static credential. It keeps SHA-256 digests of the accepted values, not the
 // values, and compares digests in constant time: the comparison then leaks neither content nor length.
 type tokenVerifier struct {
-	loc     tokenLocation
-	label   string
-	name    string // header (lowercased) or query parameter name
-	user    [sha256.Size]byte
-	digests [][sha256.Size]byte
+	provider string // "token", or the preset ("gitlab")
+	loc      tokenLocation
+	label    string
+	name     string // header (lowercased) or query parameter name
+	user     [sha256.Size]byte
+	digests  [][sha256.Size]byte
 }
 
 func buildToken(ps *problems, s Spec) Verifier {
-	v := &tokenVerifier{label: s.Location}
+	v := &tokenVerifier{provider: "token", label: s.Location}
 	switch s.Location {
 	case "", "bearer":
 		v.loc, v.label = locBearer, "bearer"
@@ -90,7 +91,7 @@ func (v *tokenVerifier) result(err error) Result {
 	if err != nil {
 		st = StatusFailed
 	}
-	return Result{Status: st, Provider: "token", Scheme: v.label, Reason: err}
+	return Result{Status: st, Provider: v.provider, Scheme: v.label, Reason: err}
 }
 
 // Verify reads the credential at the configured location and compares it with every accepted value.

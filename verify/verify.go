@@ -13,6 +13,9 @@ type Request struct {
 	Header func(name string) []byte
 	// Query looks a query-string parameter up; may be nil when the request has none.
 	Query func(name string) []byte
+	// RawQuery is the request's query string as sent (without '?'), nil when it has none: twilio signs it
+	// as part of the URL.
+	RawQuery []byte
 	// PeerCert is the TLS client certificate when the listener did mutual TLS, else nil.
 	PeerCert *x509.Certificate
 	// Now judges timestamps: the receive time, or a quarantined hook's received_at on release. A zero
