@@ -101,7 +101,14 @@ func startNodeWith(t testing.TB, name, dataDir, sources string) *node {
 
 func startNodeRoles(t testing.TB, name, dataDir, roles, sources string) *node {
 	t.Helper()
-	n := &node{t: t, port: freePort(t), admin: freePort(t), exited: make(chan struct{})}
+	return startNodeAt(t, name, dataDir, roles, sources, freePort(t), freePort(t))
+}
+
+// startNodeAt is startNodeRoles on given ingest and admin ports: a node restarted on the
+// same ports is found by a load driver that keeps running across the restart.
+func startNodeAt(t testing.TB, name, dataDir, roles, sources string, port, adminPort int) *node {
+	t.Helper()
+	n := &node{t: t, port: port, admin: adminPort, exited: make(chan struct{})}
 	cfgPath := filepath.Join(dataDir, name+".yml")
 	cfg := fmt.Sprintf(nodeConfig, name, dataDir, roles, n.port, n.admin, sources)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
