@@ -191,3 +191,24 @@ func TestKillCrashesExactlyTheArmedActorOnce(t *testing.T) {
 		t.Fatalf("a started %d times, want 2 (one crash)", ac.starts.Load())
 	}
 }
+
+// ArmPrefix crashes one actor of a family whose names are not known in advance (the dispatch lanes), once.
+func TestKillArmPrefixCrashesOneMatchingActorOnce(t *testing.T) {
+	kill := NewKill()
+	kill.ArmPrefix("i/dispatch/scheduler/lane-")
+	if !kill.PrefixArmed("i/dispatch/scheduler/lane-") {
+		t.Fatal("PrefixArmed does not reflect ArmPrefix")
+	}
+	if kill.fire("i/dispatch/scheduler") {
+		t.Fatal("an actor outside the prefix fired")
+	}
+	if !kill.fire("i/dispatch/scheduler/lane-7") {
+		t.Fatal("the first matching actor did not fire")
+	}
+	if kill.fire("i/dispatch/scheduler/lane-8") || kill.PrefixArmed("i/dispatch/scheduler/lane-") {
+		t.Fatal("the prefix fired twice")
+	}
+	if kill.armedN.Load() != 0 {
+		t.Fatalf("armedN %d after every arm fired", kill.armedN.Load())
+	}
+}

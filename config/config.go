@@ -176,9 +176,14 @@ type Debug struct {
 	// (checked every 10 ms), as a stalled disk would: a test creates the file, sends requests that stay
 	// in flight, then removes it.
 	HoldCommitsFile string `yaml:"hold_commits_file"`
+	// Chaos turns kill injection on: every actor of the tree (dispatch lanes included) can then be
+	// crashed by name (Instance.Kill, debug.kill_file) for chaos drills. Off, no actor carries the
+	// injection and arming a name does nothing.
+	Chaos bool `yaml:"chaos"`
 	// KillFile, when set, is kill injection from outside the process: while a file exists at this path
 	// holding an actor's path under the instance (edge/writer), that actor is crashed by every ordinary
-	// message it receives (re-armed every 10 ms), as a bug that crashes it each time would.
+	// message it receives (re-armed every 10 ms), as a bug that crashes it each time would. Requires
+	// Chaos.
 	KillFile string `yaml:"kill_file"`
 }
 

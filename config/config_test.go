@@ -75,6 +75,7 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"yaml syntax", "http: [", nil, "", "cannot parse YAML"},
 		{"document not a mapping", "- a\n- b", nil, "", "must be a mapping of keys, got a list"},
 		{"two documents", "instance: a\n---\ninstance: b\n", nil, "", "more than one YAML document"},
+		{"kill_file without chaos", "debug: {kill_file: /tmp/k}", nil, "debug.kill_file", "requires debug.chaos: true"},
 		// enums
 		{"wal.type", "wal: {type: disk2}", nil, "wal.type", `must be one of disk|dual|none, got "disk2"`},
 		{"log.level", "log: {level: warn}", nil, "log.level", `must be one of debug|info|warning|error, got "warn"`},

@@ -128,6 +128,10 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
 	positive(ps, "health.sink_error_window_ms", c.Health.SinkErrorWindowMS)
 
+	if c.Debug.KillFile != "" && !c.Debug.Chaos {
+		ps.add("debug.kill_file", "requires debug.chaos: true (kill injection is off without it)")
+	}
+
 	c.validateTrust(ps)
 	c.validateStorage(ps)
 	if c.Node.ID != "" && !validID(c.Node.ID) {

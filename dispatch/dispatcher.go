@@ -104,7 +104,12 @@ type Dispatcher struct {
 	// row stays claimed, due again at the next start) and the running ones are waited for.
 	tasks   atomic.Pointer[task.Group]
 	laneSeq atomic.Uint64 // lane actor names
+	// wrapLane configures every lane's props (the instance's kill injection under debug.chaos); nil: none.
+	wrapLane func(*actor.Props) *actor.Props
 }
+
+// WrapLanes has every lane spawned from now on built with wrap(props); call it before the scheduler starts.
+func (d *Dispatcher) WrapLanes(wrap func(*actor.Props) *actor.Props) { d.wrapLane = wrap }
 
 // New builds the sinks of every configured source (a sink that cannot be built fails
 // here, at boot) and returns the dispatcher. db returns the open store.

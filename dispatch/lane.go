@@ -14,7 +14,11 @@ type laneActor struct {
 }
 
 func newLaneProps(d *Dispatcher, key sinkKey, scheduler *actor.PID) *actor.Props {
-	return actor.PropsFromProducer(func() actor.Actor { return &laneActor{d: d, key: key, scheduler: scheduler} })
+	p := actor.PropsFromProducer(func() actor.Actor { return &laneActor{d: d, key: key, scheduler: scheduler} })
+	if d.wrapLane != nil {
+		p = d.wrapLane(p)
+	}
+	return p
 }
 
 func (l *laneActor) Receive(ctx actor.Context) {

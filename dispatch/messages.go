@@ -13,8 +13,16 @@ type housekeeping struct{}
 
 // runAttempt asks a lane to run one attempt of a claimed row.
 type runAttempt struct {
+	key   sinkKey
 	c     store.Claimed
 	route route
+}
+
+// laneCrashed tells the scheduler a lane crashed on a runAttempt: that attempt never
+// started, so its slot and its claim are the scheduler's to give back.
+type laneCrashed struct {
+	key sinkKey
+	c   store.Claimed
 }
 
 // outcome is how one attempt settled its row.

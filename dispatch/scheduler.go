@@ -50,8 +50,9 @@ type tenant struct {
 
 // scheduler claims due rows and hands running slots out; see the package doc.
 type scheduler struct {
-	d  *Dispatcher
-	db Store
+	d    *Dispatcher
+	db   Store
+	self *actor.PID // for the lanes' supervision (HandleFailure)
 
 	tenants map[uint32]*tenant
 	lanes   map[sinkKey]*lane
@@ -90,6 +91,8 @@ func (s *scheduler) Receive(ctx actor.Context) {
 		}
 	case *attemptDone:
 		s.done(ctx, m)
+	case *laneCrashed:
+		s.laneCrashed(ctx, m)
 	case housekeeping:
 		s.housekeeping(ctx)
 	case *actor.Stopping, *actor.Restarting:
@@ -104,6 +107,7 @@ func (s *scheduler) start(ctx actor.Context) {
 	if s.db == nil {
 		panic("dispatch: store is not open")
 	}
+	s.self = ctx.Self()
 	s.tenants, s.lanes = map[uint32]*tenant{}, map[sinkKey]*lane{}
 	n, err := s.db.RecoverInflight()
 	if err != nil {
@@ -402,7 +406,7 @@ func (s *scheduler) startOne(ctx actor.Context, t *tenant, now time.Time) bool {
 		l.running++
 		t.running++
 		s.running++
-		ctx.Send(l.pid, &runAttempt{c: c, route: l.route})
+		ctx.Send(l.pid, &runAttempt{key: l.key, c: c, route: l.route})
 		s.tidy(t, l)
 		return true
 	}
@@ -458,6 +462,54 @@ func (s *scheduler) tidy(t *tenant, _ *lane) {
 	}
 	clear(t.ready[len(kept):])
 	t.ready = kept
+}
+
+// A lane crashing more than laneCrashBudget times within laneCrashWindow crashes the
+// scheduler (its supervisor's backoff and budget take over) instead of looping.
+const (
+	laneCrashBudget = 10
+	laneCrashWindow = 10 * time.Second
+)
+
+// HandleFailure is the scheduler's supervision of its lanes (protoactor asks the parent
+// actor first): a lane that crashed on a runAttempt dropped it before the attempt
+// started, so the scheduler is told to give the row back, and the lane is restarted (it
+// holds no state). Without this the row would stay claimed and its slot taken until the
+// next start of the scheduler.
+func (s *scheduler) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason, message any) {
+	rs.Fail()
+	if rs.NumberOfFailures(laneCrashWindow) > laneCrashBudget {
+		// The restarted scheduler finds the dropped row still claimed and makes it due again.
+		rs.Reset()
+		sup.EscalateFailure(reason, message)
+		return
+	}
+	s.d.log.Warn().Str("lane", child.Id).Interface("reason", reason).Msg("dispatch lane crashed; restarting it")
+	if m, ok := actor.UnwrapEnvelopeMessage(message).(*runAttempt); ok && s.self != nil {
+		sys.Root.Send(s.self, &laneCrashed{key: m.key, c: m.c})
+	}
+	sup.RestartChildren(child)
+}
+
+// laneCrashed frees the slot of an attempt a crashed lane never started and puts its row
+// back as due now, attempts unchanged. An ordered lane's queued rows go back with it, so
+// none of them runs before the row that was its head.
+func (s *scheduler) laneCrashed(ctx actor.Context, m *laneCrashed) {
+	now := s.d.now()
+	t := s.tenant(m.key.ord)
+	s.running--
+	t.running--
+	if l := s.lanes[m.key]; l != nil {
+		l.running--
+		if l.route.ordered {
+			s.parkLane(t, l, now)
+		}
+		if l.running == 0 && len(l.queue) == 0 {
+			l.idle = now
+		}
+	}
+	s.park(t, &m.c, now.UnixMilli(), "lane_crashed")
+	s.pump(ctx)
 }
 
 // done takes an attempt's outcome: frees its slot and claim, drives the breaker and the

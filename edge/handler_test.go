@@ -382,6 +382,7 @@ func TestStoreUnavailable(t *testing.T) {
 func TestCrashedBatcherNeverAcks(t *testing.T) {
 	h := newHold()
 	inst := start(t, func(c *config.Config) {
+		c.Debug.Chaos = true
 		c.Batcher.Partitions = 1
 		c.Batcher.MaxCommits = 1
 		c.Batcher.RecordDeadlineMS = 2000
@@ -421,6 +422,7 @@ func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 	h := newHold()
 	var release sync.Once
 	inst := start(t, func(c *config.Config) {
+		c.Debug.Chaos = true
 		c.Batcher.Partitions = 1
 		c.Batcher.MaxBatch = 1
 		c.Batcher.RecordDeadlineMS = 60_000 // far beyond the client timeout: a wait for it fails the test
@@ -481,7 +483,7 @@ func TestIngestRecoversAfterEdgeCrashes(t *testing.T) {
 	for _, victim := range []string{"edge/edge/writer", "edge/edge/batcher-0"} {
 		t.Run(victim, func(t *testing.T) {
 			port := freePort(t)
-			inst := start(t, func(c *config.Config) { c.HTTP.Port = port; c.Batcher.Partitions = 1 }, nil)
+			inst := start(t, func(c *config.Config) { c.Debug.Chaos = true; c.HTTP.Port = port; c.Batcher.Partitions = 1 }, nil)
 			postBody(t, inst, "/webhooks/sample", []byte(`{"before":1}`)).expect(t, 201, "")
 			inst.Kill().Arm(victim)
 			deadline := time.Now().Add(5 * time.Second)

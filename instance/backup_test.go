@@ -237,6 +237,7 @@ func TestBackupActorCrashesPauseBackupsOnly(t *testing.T) {
 	root := t.TempDir()
 	inst := start(t, "kb", func(c *config.Config) {
 		withBackup(root)(c)
+		c.Debug.Chaos = true
 		c.Backup.IntervalMS = 20
 		c.Backup.VerifyIntervalMS = 30
 	})

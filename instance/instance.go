@@ -96,6 +96,9 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 		i.log.Warn().Str("debug.hold_commits_file", path).Msg("test-only switch set: synced writes wait while this file exists")
 		i.opts.Faults = holdCommits(path, opts.Faults)
 	}
+	if cfg.Debug.Chaos {
+		i.log.Warn().Bool("debug.chaos", true).Msg("test-only switch set: any actor can be crashed by name (kill injection)")
+	}
 	if path := cfg.Debug.KillFile; path != "" {
 		i.log.Warn().Str("debug.kill_file", path).Msg("test-only switch set: the actor this file names crashes on every message")
 	}
@@ -211,6 +214,7 @@ func (i *Instance) Start() error {
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
 		d.SetClaimCheck(claim)
+		d.WrapLanes(i.withKill)
 		children = append(children, supervision.ChildSpec{
 			Name: dispatch.SubtreeName, Domain: "dispatch", Isolated: true,
 			Props: supervision.NewProps([]supervision.ChildSpec{
@@ -356,7 +360,11 @@ func (i *Instance) supervisionOptions() supervision.Options {
 	return o
 }
 
+// withKill gives an actor the kill injection under debug.chaos; otherwise p is returned as it is.
 func (i *Instance) withKill(p *actor.Props) *actor.Props {
+	if !i.cfg.Debug.Chaos {
+		return p
+	}
 	return p.Configure(actor.WithReceiverMiddleware(actors.WithKillInjection(i.kill)))
 }
 
@@ -461,7 +469,8 @@ func (i *Instance) Store() *store.DB { return i.db.Load() }
 // Telemetry is the instance's telemetry (metrics registry, logger).
 func (i *Instance) Telemetry() *telemetry.Telemetry { return i.tel }
 
-// Kill is the instance's kill injection (chaos tests crash named actors with it).
+// Kill is the instance's kill injection (chaos tests crash named actors with it); arming does nothing unless
+// debug.chaos is true.
 func (i *Instance) Kill() *actors.Kill { return i.kill }
 
 // dbRef lets the writer reach whichever store is open now: a restarted store hands the

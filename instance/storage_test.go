@@ -23,6 +23,7 @@ func TestCompactorCrashLosesNothingAndIngestGoesOn(t *testing.T) {
 	inst := fixture.Instance(t, "arc", func(cfg *config.Config) {
 		cfg.Node.Roles = []string{config.RoleEdge, config.RoleStorage}
 		cfg.Admin.Enabled = false
+		cfg.Debug.Chaos = true
 		cfg.Storage.RollMS, cfg.Storage.IntervalMS = 1, 20
 		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
 	}, nil)
@@ -67,4 +68,29 @@ func TestCompactorCrashLosesNothingAndIngestGoesOn(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Kill injection is a chaos-drill switch: without debug.chaos no actor carries it, so an armed name never fires
+// and ingest goes on untouched.
+func TestKillInjectionIsOffWithoutDebugChaos(t *testing.T) {
+	inst := fixture.Instance(t, "nochaos", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{config.RoleEdge}
+		cfg.Admin.Enabled = false
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
+	}, nil)
+	victim := "nochaos/edge/writer"
+	inst.Kill().Arm(victim)
+	for i := range 5 {
+		resp, err := http.Post("http://"+inst.IngestAddr()+"/webhooks/sample", "application/json", bytes.NewReader(fmt.Appendf(nil, `{"n":%d}`, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("POST %d answered %d", i, resp.StatusCode)
+		}
+	}
+	if !inst.Kill().Armed(victim) {
+		t.Fatal("the writer was crashed although debug.chaos is off")
+	}
 }

@@ -17,7 +17,7 @@ import (
 // until a POST is answered 201 again.
 func TestChaosRecoveryTime(t *testing.T) {
 	port := freePort(t)
-	inst := startInstance(t, "rec", func(c *config.Config) { c.HTTP.Port = port }, nil)
+	inst := startInstance(t, "rec", func(c *config.Config) { c.Debug.Chaos = true; c.HTTP.Port = port }, nil)
 	url := ingestURL(inst, "/webhooks/sample")
 	for _, victim := range []string{edge.BatcherName("rec", 0), edge.BatcherName("rec", 1), "rec/edge/writer", "rec/edge/quarantine"} {
 		inst.Kill().Arm(victim)

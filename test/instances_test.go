@@ -73,7 +73,7 @@ func TestInstancesFailAloneAndSurviveKill9(t *testing.T) {
 	for name, p := range ports {
 		debug := ""
 		if name == "a" {
-			debug = "debug:\n  kill_file: " + killFile + "\n"
+			debug = "debug:\n  chaos: true\n  kill_file: " + killFile + "\n"
 		}
 		cfg := fmt.Sprintf(instanceConfig, name, dataDir, p[0], p[1], debug)
 		if err := os.WriteFile(filepath.Join(confDir, name+".yml"), []byte(cfg), 0o600); err != nil {
