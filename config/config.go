@@ -41,7 +41,9 @@ type Config struct {
 	RateLimits RateLimits `yaml:"rate_limits"`
 	Quarantine Quarantine `yaml:"quarantine"`
 	Dedupe     Dedupe     `yaml:"dedupe"`
-	Store      Store      `yaml:"store"`
+	// Fleet is the shared store rate_limits.scope and dedupe.scope fleet count in (trust.go).
+	Fleet Fleet `yaml:"fleet"`
+	Store Store `yaml:"store"`
 	// Storage, Archive, Backup and ClaimCheck keep copies off the store (storage.go).
 	Storage    Storage    `yaml:"storage"`
 	Archive    Archive    `yaml:"archive"`

@@ -372,7 +372,12 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		// Inventory B.3 quarantine row; dedupe bounds are unpublished (ours, trust.go).
 		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000, SourceShare: 0.1,
 			TenantShare: 0.5, RetentionSeconds: 604_800, WriteTimeoutMS: 5000},
-		Dedupe: Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		Dedupe: Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000,
+			Scope: "node"},
+		RateLimits: RateLimits{Scope: "node"},
+		// Inventory B.3 fleet rows: fleet.timeout_ms is unpublished (ours: 50 ms), as is the breaker.
+		Fleet: Fleet{Store: FleetStore{KeyPrefix: "ankusa:fleet:"}, TimeoutMS: 50, BreakerFailures: 3,
+			BreakerOpenMS: 5000},
 		// Inventory E.1: "reopen (≤ once / 5 s); … retries open after 5, 10, 20, 40, 60 s".
 		Store: Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
 		// Inventory B.3 storage, backup and claim_check rows; verify_interval_ms is unpublished (ours: hourly).

@@ -52,7 +52,11 @@ func Default() *Config {
 		// rate_limits: every limit unset (unlimited) until the file sets one.
 		Quarantine: Quarantine{Burst: 100, Rate: 20, MaxBytes: 1 << 30, MaxPending: 1000, SourceShare: 0.1,
 			TenantShare: 0.5, RetentionSeconds: 7 * 24 * 3600, WriteTimeoutMS: 5000},
-		Dedupe:     Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000},
+		Dedupe: Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000,
+			Scope: ScopeNode},
+		RateLimits: RateLimits{Scope: ScopeNode},
+		Fleet: Fleet{Store: FleetStore{KeyPrefix: "ankusa:fleet:"}, TimeoutMS: 50, BreakerFailures: 3,
+			BreakerOpenMS: 5000},
 		Store:      Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
 		Storage:    defaultStorage(),
 		Backup:     defaultBackup(),

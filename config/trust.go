@@ -2,6 +2,7 @@ package config
 
 import (
 	"math"
+	"net"
 	"reflect"
 	"slices"
 	"strings"
@@ -111,6 +112,43 @@ type RateLimits struct {
 	// a chunked body by the bytes read, right after the read (429 source_rate_limited); default null. Its
 	// burst must hold one http.max_body_bytes body.
 	SourceBytes *Rate `yaml:"source_bytes"`
+	// Scope is where the tenant quota (default and tenants) is counted: node (default, this node alone) or
+	// fleet (in fleet.store, one bucket for every node; the pre-read ip, node and source_bytes limits stay
+	// per node).
+	Scope string `yaml:"scope"`
+}
+
+// Scopes of rate_limits.scope and dedupe.scope.
+const (
+	ScopeNode  = "node"
+	ScopeFleet = "fleet"
+)
+
+// Fleet is the fleet section: the Redis that fleet-scoped rate limits and dedupe count in. Each hook costs it
+// one call bounded by timeout_ms; a breaker takes a slow or dead store out of the path (the node then limits
+// and dedupes alone, ankusa_fleet_limiter_degraded 1), never a 503.
+type Fleet struct {
+	Store FleetStore `yaml:"store"`
+	// TimeoutMS is the hard budget of one call, dial included (default 50; > 0).
+	TimeoutMS int `yaml:"timeout_ms"`
+	// BreakerFailures consecutive failed calls open the breaker (default 3; > 0); it stays open
+	// breaker_open_ms (default 5000; > 0), then one call probes the store.
+	BreakerFailures int `yaml:"breaker_failures"`
+	BreakerOpenMS   int `yaml:"breaker_open_ms"`
+}
+
+// FleetStore is fleet.store: the Redis every node of the fleet shares.
+type FleetStore struct {
+	Addr     string `yaml:"addr"`                     // host:port; required when a scope is fleet
+	DB       int    `yaml:"db"`                       // default 0
+	Password string `yaml:"password" config:"secret"` // default none
+	// KeyPrefix starts every key the node writes (default "ankusa:fleet:"); nodes of one fleet share it.
+	KeyPrefix string `yaml:"key_prefix"`
+}
+
+// FleetEnabled reports whether anything is counted in fleet.store.
+func (c *Config) FleetEnabled() bool {
+	return c.RateLimits.Scope == ScopeFleet || c.Dedupe.Scope == ScopeFleet
 }
 
 // TenantLimits is rate_limits.tenants.<t>. Every field is optional; 0 means "not set".
@@ -179,6 +217,9 @@ type Dedupe struct {
 	// MaxEntriesPerSource bounds one source's live keys over every tenant (default 500_000, half a tenant's
 	// default share; > 0), so one source cannot take its tenant's or, shared under tenant_path, the node's share.
 	MaxEntriesPerSource int64 `yaml:"max_entries_per_source"`
+	// Scope is where provider event keys are claimed: node (default, this node's index) or fleet (a two-phase
+	// claim in fleet.store before the commit, so every node of the fleet shares one dedupe window).
+	Scope string `yaml:"scope"`
 }
 
 // validateTrust checks the top-level trust sections.
@@ -221,6 +262,8 @@ func (c *Config) validateTrust(ps *problems) {
 		nonNegative(ps, join(p, "max_queue"), l.MaxQueue)
 		nonNegative(ps, join(p, "max_queue_bytes"), l.MaxQueueBytes)
 	}
+
+	c.validateFleet(ps)
 
 	q := c.Quarantine
 	if !(q.Burst >= 1) || math.IsInf(q.Burst, 0) {
@@ -457,4 +500,28 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// validateFleet checks the scopes and, when one is fleet, the fleet section.
+func (c *Config) validateFleet(ps *problems) {
+	scopes := []string{ScopeNode, ScopeFleet}
+	if !slices.Contains(scopes, c.RateLimits.Scope) {
+		ps.oneOf("rate_limits.scope", scopes, c.RateLimits.Scope)
+	}
+	if !slices.Contains(scopes, c.Dedupe.Scope) {
+		ps.oneOf("dedupe.scope", scopes, c.Dedupe.Scope)
+	}
+	if !c.FleetEnabled() {
+		return
+	}
+	f := c.Fleet
+	if f.Store.Addr == "" {
+		ps.add("fleet.store.addr", "required when rate_limits.scope or dedupe.scope is fleet")
+	} else if _, _, err := net.SplitHostPort(f.Store.Addr); err != nil {
+		ps.add("fleet.store.addr", "must be host:port")
+	}
+	nonNegative(ps, "fleet.store.db", f.Store.DB)
+	positive(ps, "fleet.timeout_ms", f.TimeoutMS)
+	positive(ps, "fleet.breaker_failures", f.BreakerFailures)
+	positive(ps, "fleet.breaker_open_ms", f.BreakerOpenMS)
 }

@@ -85,7 +85,8 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{"rate_limits: {ip: {rate: 0.5}}", "rate_limits.ip.burst", "required"},
 		{"rate_limits: {node: {rate: 10, burst: -3}}", "rate_limits.node.burst", "must be a finite number >= 1"},
 		{"rate_limits: {source_bytes: {rate: 1e6, burst: 1000}}", "rate_limits.source_bytes.burst", ">= http.max_body_bytes"},
-		{"rate_limits: {scope: fleet}", "rate_limits.scope", "unknown key"},
+		{"rate_limits: {scope: fleet}", "fleet.store.addr", "required when"},
+		{"rate_limits: {scope: cluster}", "rate_limits.scope", "must be one of node|fleet"},
 		{"rate_limits: {tenants: {'a b': {rate: 1, burst: 1}}}", "rate_limits.tenants.a b", "tenant id must match"},
 		{"rate_limits: {tenants: {acme: {rate: 1}}}", "rate_limits.tenants.acme.burst", "required with rate and burst"},
 		{"rate_limits: {tenants: {acme: {bytes_burst: 9e6}}}", "rate_limits.tenants.acme.bytes_rate", "required with bytes_rate and bytes_burst"},
@@ -111,7 +112,9 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{"dedupe: {max_entries: 0}", "dedupe.max_entries", "must be > 0, got 0"},
 		{"dedupe: {max_entries_per_tenant: 0}", "dedupe.max_entries_per_tenant", "must be > 0, got 0"},
 		{"dedupe: {max_entries: 10, max_entries_per_tenant: 11}", "dedupe.max_entries_per_tenant", "<= dedupe.max_entries"},
-		{"dedupe: {scope: fleet}", "dedupe.scope", "unknown key"},
+		{"dedupe: {scope: fleet}", "fleet.store.addr", "required when"},
+		{"dedupe: {scope: fleet}\nfleet: {store: {addr: nohost}}", "fleet.store.addr", "host:port"},
+		{"dedupe: {scope: fleet}\nfleet: {store: {addr: \"127.0.0.1:6379\"}, timeout_ms: 0}", "fleet.timeout_ms", "> 0"},
 	}
 	shared := make([]sharedCase, len(cases))
 	for i, tc := range cases {
@@ -156,7 +159,7 @@ func TestTrustDefaults(t *testing.T) {
 		SourceShare: 0.1, TenantShare: 0.5, RetentionSeconds: 604_800, WriteTimeoutMS: 5000}) {
 		t.Fatalf("quarantine defaults %+v", q)
 	}
-	if d := c.Dedupe; d != (Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000}) {
+	if d := c.Dedupe; d != (Dedupe{MaxEntries: 10_000_000, MaxEntriesPerTenant: 1_000_000, MaxEntriesPerSource: 500_000, Scope: ScopeNode}) {
 		t.Fatalf("dedupe defaults %+v", d)
 	}
 	// A Source built in code (no applyDefaults) with empty policy strings is valid: empty means default.

@@ -12,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/fleet"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 )
@@ -43,6 +44,11 @@ type Settings struct {
 	TLS            config.TLS
 	RateLimits     config.RateLimits
 	Quarantine     config.Quarantine
+	// FleetRates and FleetDedupe count the tenant quota and the provider event keys in the fleet store
+	// (rate_limits.scope, dedupe.scope fleet); PendingTTL is how long a pending claim outlives its node.
+	FleetRates  bool
+	FleetDedupe bool
+	PendingTTL  time.Duration
 	// URLTenants bounds the tenants tenant_path URLs mint for shared sources (route.go).
 	URLTenants URLTenantSettings
 	// Archive asks each commit for an archive obligation. It is set only once a
@@ -77,6 +83,9 @@ func SettingsFrom(cfg *config.Config) Settings {
 		RateLimits:           cfg.RateLimits,
 		Quarantine:           cfg.Quarantine,
 		URLTenants:           urlTenantSettingsFrom(cfg),
+		FleetRates:           cfg.RateLimits.Scope == config.ScopeFleet,
+		FleetDedupe:          cfg.Dedupe.Scope == config.ScopeFleet,
+		PendingTTL:           time.Duration(b.RecordDeadlineMS)*time.Millisecond + 5*time.Second,
 		// The instance sets Archive when the storage role runs its compactor.
 		Archive: false,
 	}
@@ -159,6 +168,8 @@ type Edge struct {
 	// direct publishes to the sinks under wal.type none; nil under disk, where the
 	// batchers commit.
 	direct *Publisher
+	// fleet is the fleet store under rate_limits.scope or dedupe.scope fleet; nil otherwise (fleet.go).
+	fleet *fleet.Store
 
 	batchers []*actor.PID
 	parts    []partition

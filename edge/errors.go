@@ -49,6 +49,8 @@ var (
 	refuseQuarantineFull = &RefusedError{Status: 503, Reason: "quarantine_full", RetryAfter: 60}
 	refuseTenantOverload = &RefusedError{Status: 429, Reason: "tenant_overload", RetryAfter: 1}
 	refuseTooManyConns   = &RefusedError{Status: 429, Reason: "too_many_connections", RetryAfter: 1}
+	// refuseDedupePending: another node holds the event key pending (fleet dedupe); its commit may still fail.
+	refuseDedupePending = &RefusedError{Status: 409, Reason: "dedupe_pending", RetryAfter: 1}
 	// refuseBodyRead carries no detail: the read error's text names the node's addresses.
 	refuseBodyRead       = &RefusedError{Status: 400, Reason: "body_read_failed"}
 	refuseLengthRequired = &RefusedError{Status: 411, Reason: "length_required"}

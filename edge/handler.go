@@ -119,6 +119,8 @@ type request struct {
 	verification store.Verification
 	dedupeKey    string
 	dedupeTTL    time.Duration
+	// id is the hook's id once minted: at admission, or earlier when a fleet claim names it.
+	id [16]byte
 	// res is the body bytes this request holds of the read budget until it is answered.
 	res reservation
 	// read is when the body was read: the record deadline runs from it, so a slow upload
@@ -196,6 +198,9 @@ func (e *Edge) afterRead(rq *request) (ending, error) {
 func (e *Edge) commitVerified(rq *request) (ending, error) {
 	if err := e.mintURLTenant(rq.src, rq.tenant); err != nil {
 		return ending{}, err
+	}
+	if e.fleet != nil && !rq.flagged {
+		return e.commitFleet(rq)
 	}
 	if err := e.prepare(rq); err != nil {
 		return ending{}, err
@@ -354,24 +359,34 @@ func (e *Edge) toPen(rq *request, reason string) (ending, error) {
 // flood must never spend the tenant's budget (design: "a flood of forged requests spends
 // no budget and can never lock a tenant out").
 func (e *Edge) prepare(rq *request) error {
+	e.derive(rq)
+	if rq.flagged {
+		return nil
+	}
+	if r := e.chargeTenant(rq.tenant, int64(len(rq.body)), rq.start); r != nil {
+		e.rateLimited(rq)
+		return r
+	}
+	return nil
+}
+
+// derive sets the hook's dedupe key and kept headers.
+func (e *Edge) derive(rq *request) {
 	trust := rq.src.Trust
 	if trust.Dedupe != nil && !rq.flagged {
 		rq.dedupeKey, rq.dedupeTTL = trust.Dedupe.Key(rq.sc.header, rq.body), trust.Dedupe.TTL()
 	}
 	hdrs := collectHeaders(&rq.ctx.Request.Header, rq.sc)
 	rq.hdrs, rq.sc.hashed = trust.Headers.Apply(hdrs, rq.sc.hashed[:0])
-	if rq.flagged {
-		return nil
+}
+
+// rateLimited counts a hook refused by its tenant's quota, under a label /metrics can bound.
+func (e *Edge) rateLimited(rq *request) {
+	label := "other"
+	if _, ok := e.limits.cfg.Tenants[rq.tenant]; ok || rq.tenant == rq.src.Tenant {
+		label = rq.tenant
 	}
-	if r := e.chargeTenant(rq.tenant, int64(len(rq.body)), rq.start); r != nil {
-		label := "other"
-		if _, ok := e.limits.cfg.Tenants[rq.tenant]; ok || rq.tenant == rq.src.Tenant {
-			label = rq.tenant
-		}
-		e.tel.RateLimited(label)
-		return r
-	}
-	return nil
+	e.tel.RateLimited(label)
 }
 
 // seenBefore is the dedupe fast path: a provider retry of a committed event is answered
@@ -405,7 +420,10 @@ func (e *Edge) admitAndCommit(rq *request) (ending, error) {
 		return ending{}, refuseTenantOverload
 	}
 	defer share.release(size)
-	id := newID(rq.start)
+	if rq.id == ([16]byte{}) {
+		rq.id = newID(rq.start)
+	}
+	id := rq.id
 	p := e.partitionOf(rq.src.ID, id)
 	part := &e.parts[p]
 	if !part.admit(size, e.set.MaxQueue, e.set.MaxQueueBytes) {

@@ -17,6 +17,7 @@ import (
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/edge"
+	"github.com/ankusa-go/ankusa/fleet"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 	"github.com/ankusa-go/ankusa/storage"
@@ -59,6 +60,7 @@ type Instance struct {
 	edge   *edge.Edge
 	disp   *dispatch.Dispatcher
 	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
+	fleet  *fleet.Store    // rate_limits.scope or dedupe.scope fleet: the shared Redis
 	kill   *actors.Kill
 	tree   *supervision.Tree
 	blob   blob.Store // the storage role's blob store
@@ -177,6 +179,10 @@ func (i *Instance) Start() error {
 		i.edge = edge.New(set, i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
 			sources, i.tel, i.health)
 		i.edge.SetStore(i.db.Load)
+		if cfg.FleetEnabled() {
+			i.fleet = fleet.New(cfg.Fleet, set.PendingTTL, i.tel.FleetDegraded)
+			i.edge.SetFleet(i.fleet)
+		}
 		if cfg.WAL.Type == config.WALNone {
 			// Direct ack: the edge publishes to the sinks in the request; no writer, no
 			// batchers, no dispatch (EffectiveRoles dropped it), no compactor.
@@ -270,6 +276,7 @@ func (i *Instance) Start() error {
 		if i.pub != nil {
 			i.pub.Close()
 		}
+		i.closeFleet()
 		return fmt.Errorf("instance %s: cannot start: %w", cfg.Instance, err)
 	}
 	i.tree = tree
@@ -422,9 +429,17 @@ func (i *Instance) Stop() error {
 		if i.pub != nil {
 			i.pub.Close() // after the listener stopped: no request publishes any more
 		}
+		i.closeFleet()
 		i.log.Info().Msg("instance stopped")
 	})
 	return i.stopErr
+}
+
+// closeFleet closes the fleet store's connections, once no request uses them.
+func (i *Instance) closeFleet() {
+	if i.fleet != nil {
+		_ = i.fleet.Close()
+	}
 }
 
 // Fatal fires when a core domain exhausted its restart budget: the process should stop

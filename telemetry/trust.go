@@ -8,6 +8,8 @@ type TrustMetrics struct {
 	WeakHash       *prometheus.CounterVec // source_id, scheme
 	RateLimited    *prometheus.CounterVec // tenant_id (configured tenants only)
 	QuotaRefused   *prometheus.CounterVec // source_id, quota
+	// FleetDegraded is 1 while the fleet store's breaker is open and the node limits and dedupes alone.
+	FleetDegraded prometheus.Gauge
 }
 
 func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetrics {
@@ -25,7 +27,10 @@ func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetric
 		Help: "Hooks refused because a pen or dedupe budget was full, by source and by the budget: quarantine_node, " +
 			"quarantine_source, quarantine_tenant, dedupe_node, dedupe_tenant, dedupe_source.", ConstLabels: l},
 		[]string{"source_id", "quota"})
-	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited, m.QuotaRefused)
+	m.FleetDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ankusa_fleet_limiter_degraded",
+		Help: "1 while the fleet store (rate_limits.scope or dedupe.scope fleet) is out of the path and the node " +
+			"limits and dedupes alone, else 0.", ConstLabels: l})
+	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited, m.QuotaRefused, m.FleetDegraded)
 	return m
 }
 
@@ -49,4 +54,13 @@ func (t *Telemetry) RateLimited(label string) {
 // was full. source is a source id the edge resolved, never a name taken from the URL, so the series stay bounded.
 func (t *Telemetry) QuotaRefused(source, quota string) {
 	t.Metrics.Trust.QuotaRefused.WithLabelValues(source, quota).Inc()
+}
+
+// FleetDegraded records the fleet store's breaker opening (true) or closing.
+func (t *Telemetry) FleetDegraded(degraded bool) {
+	v := 0.0
+	if degraded {
+		v = 1
+	}
+	t.Metrics.Trust.FleetDegraded.Set(v)
 }
