@@ -40,6 +40,8 @@ type Deps struct {
 	Release func(source string, limit int) (ReleaseReport, error)
 	// SetLogLevel sets the instance's log level at runtime.
 	SetLogLevel func(zerolog.Level)
+	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).
+	LogLevel func() zerolog.Level
 }
 
 // ReleaseReport says what a quarantine release did.

@@ -29,6 +29,18 @@ func (p *principal) sees(tenant string) bool {
 	return p.allTenants || slices.Contains(p.tenants, tenant)
 }
 
+// visible is the tenant filter of p's reads: nil for every tenant, else its tenants (empty, never nil, when it
+// holds none).
+func (p *principal) visible() []string {
+	if p.allTenants {
+		return nil
+	}
+	if p.tenants == nil {
+		return []string{}
+	}
+	return p.tenants
+}
+
 // principals builds the callers of admin.principals, reading token_file tokens (the file is read once, at
 // the listener's start; a missing or empty one fails the start).
 func principals(cfg []config.Principal) ([]principal, error) {

@@ -3,6 +3,7 @@ package admin
 import (
 	_ "embed"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 
@@ -136,10 +137,7 @@ func (a *api) dlq(w http.ResponseWriter, r *http.Request, p *principal) {
 	case tenant != "":
 		f.Tenants = []string{tenant}
 	case !p.allTenants:
-		f.Tenants = p.tenants
-		if f.Tenants == nil {
-			f.Tenants = []string{}
-		}
+		f.Tenants = p.visible()
 	}
 	db := a.db(w)
 	if db == nil {
@@ -240,8 +238,17 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 	if d == nil {
 		return
 	}
-	j, err := d.CreateReplay(dispatch.ReplayRequest{Kind: req.Kind, Source: req.SourceID, Since: req.Since,
-		Until: req.Until, Rate: req.Rate, MaxLagMS: req.MaxLagMS})
+	var j store.ReplayJob
+	e := entry(w, r, p, "replay.create", "replay", "")
+	e.After = []byte(fmt.Sprintf("%s %s %d %d %g %d", req.Kind, req.SourceID, req.Since, req.Until, req.Rate, req.MaxLagMS))
+	ok, err := a.external(w, "create replay", e, func() (err error) {
+		j, err = d.CreateReplay(dispatch.ReplayRequest{Kind: req.Kind, Source: req.SourceID, Since: req.Since,
+			Until: req.Until, Rate: req.Rate, MaxLagMS: req.MaxLagMS})
+		return err
+	})
+	if !ok {
+		return
+	}
 	if err != nil {
 		a.failed(w, "create replay", err)
 		return
@@ -318,7 +325,16 @@ func (a *api) steerReplay(to string) func(http.ResponseWriter, *http.Request, *p
 		if d == nil {
 			return
 		}
-		j, err := d.SteerReplay(id, state)
+		var j store.ReplayJob
+		e := entry(w, r, p, "replay."+state, "replay:"+uuid.UUID(id).String(), "")
+		e.After = []byte(state)
+		ok, err := a.external(w, "steer replay", e, func() (err error) {
+			j, err = d.SteerReplay(id, state)
+			return err
+		})
+		if !ok {
+			return
+		}
 		switch {
 		case errors.Is(err, dispatch.ErrNoSuchJob):
 			writeError(w, http.StatusNotFound, codeNotFound, nil)
@@ -394,7 +410,17 @@ func (a *api) purgeQuarantine(w http.ResponseWriter, r *http.Request, p *princip
 	if db == nil {
 		return
 	}
-	n, bytes, err := db.PurgeQuarantine(source, id, since, until, limit)
+	var n int
+	var bytes int64
+	e := entry(w, r, p, "quarantine.purge", "quarantine", "")
+	e.After = []byte(r.URL.RawQuery)
+	ok, err := a.external(w, "purge quarantine", e, func() (err error) {
+		n, bytes, err = db.PurgeQuarantine(source, id, since, until, limit)
+		return err
+	})
+	if !ok {
+		return
+	}
 	if err != nil {
 		a.failed(w, "purge quarantine", err)
 		return
@@ -436,7 +462,16 @@ func (a *api) releaseQuarantine(w http.ResponseWriter, r *http.Request, p *princ
 		writeError(w, http.StatusConflict, codeRoleNotEnabled, map[string]any{"role": config.RoleEdge})
 		return
 	}
-	rep, err := a.d.Release(req.SourceID, int(limit))
+	var rep ReleaseReport
+	e := entry(w, r, p, "quarantine.release", "quarantine", "")
+	e.After = []byte(fmt.Sprintf("release %s %d", req.SourceID, limit))
+	ok, err := a.external(w, "release quarantine", e, func() (err error) {
+		rep, err = a.d.Release(req.SourceID, int(limit))
+		return err
+	})
+	if !ok {
+		return
+	}
 	if err != nil {
 		a.failed(w, "release quarantine", err)
 		return
@@ -448,6 +483,16 @@ func (a *api) releaseQuarantine(w http.ResponseWriter, r *http.Request, p *princ
 // logLevels are the levels log.level accepts, as zerolog levels.
 var logLevels = map[string]zerolog.Level{
 	"debug": zerolog.DebugLevel, "info": zerolog.InfoLevel, "warning": zerolog.WarnLevel, "error": zerolog.ErrorLevel,
+}
+
+// levelName is the log.level name of l.
+func levelName(l zerolog.Level) string {
+	for n, v := range logLevels {
+		if v == l {
+			return n
+		}
+	}
+	return l.String()
 }
 
 func (a *api) setLogLevel(w http.ResponseWriter, r *http.Request, p *principal) {
@@ -464,6 +509,14 @@ func (a *api) setLogLevel(w http.ResponseWriter, r *http.Request, p *principal) 
 		return
 	}
 	if !allTenants(w, p) {
+		return
+	}
+	e := entry(w, r, p, "log_level.set", "log_level", "")
+	e.After = []byte(req.Level)
+	if a.d.LogLevel != nil {
+		e.Before = []byte(levelName(a.d.LogLevel()))
+	}
+	if !a.record(w, "log level", e) {
 		return
 	}
 	a.d.SetLogLevel(lvl)

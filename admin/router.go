@@ -24,6 +24,7 @@ const (
 	scopeQuarantineRead  = "quarantine:read"
 	scopeQuarantineWrite = "quarantine:write"
 	scopeLogLevelWrite   = "log_level:write"
+	scopeAuditRead       = "audit:read"
 )
 
 func scopes(s ...string) []string { return s }
@@ -55,6 +56,7 @@ func (a *api) routes() []route {
 		{"DELETE", "/v1/quarantine", scopes(scopeQuarantineWrite), a.purgeQuarantine},
 		{"POST", "/v1/quarantine/release", scopes(scopeQuarantineWrite), a.releaseQuarantine},
 		{"PUT", "/v1/log-level", scopes(scopeLogLevelWrite), a.setLogLevel},
+		{"GET", "/v1/audit", scopes(scopeAuditRead), a.listAudit},
 	}
 }
 

@@ -50,6 +50,8 @@ type Config struct {
 	Backup     Backup     `yaml:"backup"`
 	ClaimCheck ClaimCheck `yaml:"claim_check"`
 	Health     Health     `yaml:"health"`
+	// Audit is the trail of operator changes (admin API).
+	Audit Audit `yaml:"audit"`
 	// Debug holds test-only switches; every one is off by default and none belongs in production.
 	Debug Debug `yaml:"debug"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
@@ -162,6 +164,13 @@ var AdminScopes = []string{
 type WAL struct {
 	Type             string `yaml:"type"`               // default "disk"; disk|dual|none
 	PublishTimeoutMS int    `yaml:"publish_timeout_ms"` // default 8000; > 0 (wal.type none only)
+}
+
+// Audit is the audit trail (inventory G.6).
+type Audit struct {
+	// RetentionDays: rows older than this are pruned (never one the lifecycle publisher has not passed).
+	// Default 365; > 0.
+	RetentionDays int `yaml:"retention_days"`
 }
 
 // Health tunes the readiness checks (/ready).

@@ -386,7 +386,9 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		Backup:     Backup{IntervalMS: 60_000, Keep: 3, VerifyIntervalMS: 3_600_000},
 		ClaimCheck: ClaimCheck{IP: "127.0.0.1", Port: 4001, PackMaxBytes: 16 << 20, SweepIntervalMS: 3_600_000},
 		// Inventory B.3 health.sink_error_window_ms: "?", ours.
-		Health:  Health{SinkErrorWindowMS: 30_000},
+		Health: Health{SinkErrorWindowMS: 30_000},
+		// Inventory G.6: audit.retention_days 365.
+		Audit:   Audit{RetentionDays: 365},
 		Sources: map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {

@@ -62,6 +62,7 @@ func Default() *Config {
 		Backup:     defaultBackup(),
 		ClaimCheck: defaultClaimCheck(),
 		Health:     Health{SinkErrorWindowMS: 30_000},
+		Audit:      Audit{RetentionDays: 365},
 		Sources:    map[string]Source{},
 	}
 	return c

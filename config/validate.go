@@ -91,6 +91,7 @@ func (c *Config) validate(ps *problems) {
 		ps.mustBe("admin.port", "different from http.port on an overlapping address", c.Admin.Port)
 	}
 	c.validatePrincipals(ps)
+	positive(ps, "audit.retention_days", c.Audit.RetentionDays)
 
 	if !slices.Contains(walTypes, c.WAL.Type) {
 		ps.oneOf("wal.type", walTypes, c.WAL.Type)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/admin"
 	"github.com/ankusa-go/ankusa/config"
@@ -74,7 +75,8 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 	d := &admin.Deps{
 		Config: cfg, Version: i.opts.Version, Log: i.log.With().Str("component", "admin").Logger(),
 		Metrics: i.tel.Handler(), Principals: ps, Dispatcher: i.disp, SetLogLevel: i.SetLogLevel,
-		Store: func() *store.DB { return i.db.Load() },
+		LogLevel: func() zerolog.Level { return zerolog.Level(i.level.Load()) },
+		Store:    func() *store.DB { return i.db.Load() },
 		Ready: func(now time.Time) (bool, map[string]any) {
 			ok, status, st := i.health.Ready(now)
 			body := map[string]any{"status": status, "instance": cfg.Instance, "store": st}

@@ -165,6 +165,10 @@ func (i *Instance) Start() error {
 		// Quarantine entries nobody released leave the pen after quarantine.retention_seconds.
 		{Name: "quarantine-sweeper", Domain: "sweeper", Isolated: true,
 			Props: i.withKill(store.NewQuarantineSweeperProps(i.db.Load, penRetention(cfg), penSweepInterval(cfg), 1000))},
+		// Audit rows a crash left pending are settled at boot; rows past audit.retention_days are pruned.
+		{Name: "audit-sweeper", Domain: "sweeper", Isolated: true,
+			Props: i.withKill(store.NewAuditSweeperProps(i.db.Load, time.Duration(cfg.Audit.RetentionDays)*24*time.Hour,
+				time.Minute, false, nil))},
 	}...)
 	if cfg.HasRole("edge") {
 		sources, err := edge.NewStaticSources(cfg.Sources)

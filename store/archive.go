@@ -465,7 +465,7 @@ func OpenReadOnly(dir string, log zerolog.Logger) (*DB, error) {
 	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
 		return nil, &OpenError{Path: dir, Err: fmt.Errorf("no store here: %w", err)}
 	}
-	db := &DB{dir: dir, log: log, ords: make(map[string]uint32), notify: make(chan struct{}, 1), ed: newEditSet()}
+	db := &DB{dir: dir, log: log, ords: make(map[string]uint32), notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet()}
 	db.cache = grocksdb.NewLRUCache(8 << 20)
 	db.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
 	db.bbto.SetBlockCache(db.cache)

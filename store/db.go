@@ -61,6 +61,9 @@ type Faults struct {
 	// ReleaseQuarantine), just before the synced write. It may block (to hold the sync) or return an error (the
 	// call then fails with it and nothing is written).
 	BeforeCommit func() error
+	// BeforeAudit runs inside every audited write (audit.go) just before its synced write; an error fails the
+	// write, so the change and its row are both refused.
+	BeforeAudit func() error
 	// AfterDedupeScan runs inside SweepDedupe after it read the due expiry keys and before it takes the write
 	// lock, so a test can commit in between.
 	AfterDedupeScan func()
@@ -185,6 +188,13 @@ type DB struct {
 	stateMu sync.Mutex
 	qs      queueState
 
+	// amu serialises the audited writes (audit.go): audit seq assignment follows write order, and a change's
+	// read of its subject and its write are one step. It is taken alone (before closeMu).
+	amu sync.Mutex
+	aud auditState
+	// anotify is signalled after every audited write (AuditNotify).
+	anotify chan struct{}
+
 	isClosed atomic.Bool // Close has started: the in-memory readers answer zero values
 	notify   chan struct{}
 }
@@ -205,7 +215,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
-		notify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
@@ -424,7 +434,7 @@ func (db *DB) initMeta() error {
 
 // release frees whatever open managed to allocate (every field may be nil).
 func (db *DB) release() {
-	for _, wb := range []*grocksdb.WriteBatch{db.wb, db.owb, db.qwb} {
+	for _, wb := range []*grocksdb.WriteBatch{db.wb, db.owb, db.qwb, db.aud.wb} {
 		if wb != nil {
 			wb.Destroy()
 		}
