@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -52,14 +50,13 @@ func (s *idSet) len() int {
 // onAccepted is a load.Options.OnAccepted that records the acked id.
 func (s *idSet) onAccepted(id string, _ []byte) { s.add(id) }
 
-// sinkRecorder is the HTTP sink of a drill: it records the id of every delivery, counts the
-// deliveries, and keeps the time of the last one.
+// sinkRecorder is the HTTP sink of a drill: it records the id of every delivery and counts
+// the deliveries.
 type sinkRecorder struct {
 	srv        *httptest.Server
 	ids        *idSet
 	deliveries atomic.Int64
 	badIDs     atomic.Int64
-	last       atomic.Int64 // unix nanoseconds of the last delivery
 }
 
 func newSinkRecorder(t testing.TB) *sinkRecorder {
@@ -69,7 +66,6 @@ func newSinkRecorder(t testing.TB) *sinkRecorder {
 			r.badIDs.Add(1)
 		}
 		r.deliveries.Add(1)
-		r.last.Store(time.Now().UnixNano())
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(r.srv.Close)
@@ -79,14 +75,6 @@ func newSinkRecorder(t testing.TB) *sinkRecorder {
 // sources is the sources section that delivers source sample to the sinkRecorder.
 func (r *sinkRecorder) sources() string {
 	return fmt.Sprintf("sources:\n  sample:\n    sinks:\n      - type: http\n        url: %s\n", r.srv.URL)
-}
-
-// lastDelivery is when the sinkRecorder last took a delivery (zero before the first).
-func (r *sinkRecorder) lastDelivery() time.Time {
-	if ns := r.last.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
 }
 
 // missing counts the acked ids the sinkRecorder has not received.
@@ -151,28 +139,4 @@ func errorRatio(sent, accepted int64) float64 {
 		return 0
 	}
 	return float64(sent-accepted) / float64(sent)
-}
-
-// median of a copy of xs (xs non-empty).
-func median(xs []int) int {
-	s := append([]int(nil), xs...)
-	sort.Ints(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// vmRSSKB reads VmRSS of process pid from /proc, in kB.
-func vmRSSKB(pid int) (int, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
-		}
-	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }

@@ -5,6 +5,10 @@ package test
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,8 +63,9 @@ func TestSoakMemoryGrowth(t *testing.T) {
 	t.Logf("soak: %v at %d hooks/s of %d B, warm-up %v, RSS of pid %d every %v", duration, rate, bodyBytes, warmup, pid, every)
 
 	type sample struct {
-		at time.Duration
-		kb int
+		at     time.Duration
+		kb     int
+		heapMB float64 // the Go heap in use (go_memstats_heap_inuse_bytes): RSS less it is mostly RocksDB's
 	}
 	var samples []sample
 	var rep load.Report
@@ -84,7 +89,8 @@ func TestSoakMemoryGrowth(t *testing.T) {
 				sampleErr = fmt.Errorf("cannot read the node's RSS: %w", err)
 				break
 			}
-			samples = append(samples, sample{time.Since(start), kb})
+			heap, _ := metricValue(fmt.Sprintf("http://127.0.0.1:%d/metrics", n.admin), "go_memstats_heap_inuse_bytes")
+			samples = append(samples, sample{time.Since(start), kb, heap / (1 << 20)})
 		}
 	}
 	if sampleErr != nil {
@@ -97,9 +103,9 @@ func TestSoakMemoryGrowth(t *testing.T) {
 		if i%6 == 0 {
 			curve.WriteString("\n   ")
 		}
-		fmt.Fprintf(&curve, " %5s %6.1f", clock(s.at), float64(s.kb)/1024)
+		fmt.Fprintf(&curve, " %5s %6.1f/%5.1f", clock(s.at), float64(s.kb)/1024, s.heapMB)
 	}
-	t.Logf("RSS curve (elapsed mm:ss, MB):%s", curve.String())
+	t.Logf("RSS curve (elapsed mm:ss, RSS MB/Go heap in use MB):%s", curve.String())
 
 	var measured []int
 	for _, s := range samples {
@@ -143,4 +149,47 @@ func TestSoakMemoryGrowth(t *testing.T) {
 func clock(d time.Duration) string {
 	s := int(d.Round(time.Second).Seconds())
 	return fmt.Sprintf("%02d:%02d", s/60, s%60)
+}
+
+// median of a copy of xs (xs non-empty).
+func median(xs []int) int {
+	s := append([]int(nil), xs...)
+	sort.Ints(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// metricValue reads one unlabelled series from a Prometheus text page (the node's /metrics).
+func metricValue(url, name string) (float64, error) {
+	resp, err := testClient.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		}
+	}
+	return 0, fmt.Errorf("%s: no series %s", url, name)
+}
+
+// vmRSSKB reads VmRSS of process pid from /proc, in kB.
+func vmRSSKB(pid int) (int, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
