@@ -73,10 +73,25 @@ type Result struct {
 type Compactor struct {
 	o CompactorOptions
 
-	after   uint64             // every obligation up to this seq is catalogued (this incarnation's view)
-	pending []store.Obligation // the obligations a failed compaction took: retried as they are, same keys
+	after uint64 // every obligation up to this seq is catalogued (this incarnation's view)
+	// retry is the segment a failed compaction built (in b and idx), whose catalogue batch has not succeeded:
+	// the next call writes it again as it is, same hooks, same keys, same bytes.
+	retry   *built
 	b       Builder
 	idx     []byte
+	missing []uint64
+	hooks   []store.ArchivedHook
+}
+
+// built is one segment encoded from the obligations after Compactor.after up to last.
+type built struct {
+	e       store.SegmentEntry // without CreatedAt; SegmentKey and IndexKey set (zero when no record)
+	seg     []byte             // the segment object (in Compactor.b)
+	idx     []byte             // its index object (Compactor.idx)
+	hooks   []store.ArchivedHook
+	missing []uint64 // obligations whose hook is gone or unreadable: cleared, nothing archived
+	last    uint64   // the last obligation taken
+	more    bool     // obligations beyond last were waiting
 }
 
 // NewCompactor returns a compactor; it refuses a node id that cannot be a key part.
@@ -95,87 +110,134 @@ func NewCompactor(o CompactorOptions) (*Compactor, error) {
 
 // Compact writes at most one segment: it reads obligations in seq order up to RollBytes, and unless they fill
 // it or the oldest is RollAge old, waits for more (writes nothing). Otherwise it PUTs the segment, its index and
-// the node-day manifest, then catalogues the segment and clears the obligations in one synced batch. Any error
-// is a *StageError and leaves every obligation in place: the next call retries the same hooks.
+// the node-day manifest, then catalogues the segment and clears the obligations (store.CatalogueSegment). Any
+// error is a *StageError and leaves every obligation in place: the next call retries the same hooks.
+//
+// The hooks are copied from the store's iterator straight into the segment (store.ScanObligations), never
+// cloned one by one; the segment a failed call built is kept and written again by the next.
 func (c *Compactor) Compact(ctx context.Context) (Result, error) {
 	db := c.o.DB()
 	if db == nil {
 		return Result{}, &StageError{Stage: StageRead, Err: store.ErrClosed}
 	}
 	start := time.Now()
-	obs, more := c.pending, false
-	if obs == nil {
+	s := c.retry
+	if s == nil {
 		var err error
-		obs, more, err = db.Obligations(c.after, c.o.RollBytes-SegmentOverhead, FrameOverhead, maxSegmentRecords, nil)
-		if err != nil {
+		if s, err = c.build(db); err != nil {
 			return Result{}, &StageError{Stage: StageRead, Err: err}
 		}
-		if len(obs) == 0 {
+		if s == nil {
 			return Result{}, nil
 		}
-		if !more {
-			if _, at, err := store.HookHead(obs[0].Value); err == nil && c.o.Now().Sub(time.UnixMilli(at)) < c.o.RollAge {
-				return Result{}, nil
-			}
-		}
 	}
-	c.pending = obs // until the catalogue batch succeeds
-
-	c.b.Reset()
-	var missing []uint64
-	for _, ob := range obs {
-		if ob.Value == nil {
-			c.o.Log.Error().Uint64("seq", ob.Seq).Msg("archive obligation without its hook: cleared, nothing to archive")
-			missing = append(missing, ob.Seq)
-			continue
-		}
-		if err := c.b.Add(ob.Seq, ob.Value); err != nil {
-			c.o.Log.Error().Err(err).Uint64("seq", ob.Seq).Msg("archive obligation's hook cannot be decoded: cleared, not archived")
-			missing = append(missing, ob.Seq)
-		}
-	}
-	if c.b.Count() == 0 {
-		if _, err := db.CatalogueSegment(nil, nil, missing); err != nil {
+	c.retry = s // until the catalogue batch succeeds
+	if len(s.hooks) == 0 {
+		if _, err := db.CatalogueSegment(nil, nil, s.missing); err != nil {
 			return Result{}, &StageError{Stage: StageCatalogue, Err: err}
 		}
-		c.done(obs)
-		return Result{More: more}, nil
+		c.done(s)
+		return Result{More: s.more}, nil
+	}
+	e := s.e
+	if err := c.o.Blob.Put(ctx, e.SegmentKey, bytes.NewReader(s.seg), int64(len(s.seg))); err != nil {
+		return Result{}, &StageError{Stage: StagePutSegment, Err: err}
+	}
+	if err := c.o.Blob.Put(ctx, e.IndexKey, bytes.NewReader(s.idx), int64(len(s.idx))); err != nil {
+		return Result{}, &StageError{Stage: StagePutIndex, Err: err}
+	}
+	day := Day(e.MinReceivedAt)
+	if err := c.writeManifest(ctx, db, day, &e, 0); err != nil {
+		return Result{}, &StageError{Stage: StageManifest, Err: err}
+	}
+	e.CreatedAt = c.o.Now().UnixMilli()
+	reclaimed, err := db.CatalogueSegment(&e, s.hooks, s.missing)
+	if err != nil {
+		return Result{}, &StageError{Stage: StageCatalogue, Err: err}
+	}
+	c.done(s)
+	return Result{Segment: &Compacted{Segment: e, Records: len(s.hooks), Reclaimed: reclaimed, Duration: time.Since(start)},
+		More: s.more}, nil
+}
+
+// build encodes the next segment from the obligations after c.after; nil when there are none, or when they do
+// not fill RollBytes and the oldest is younger than RollAge. The oldest is looked at first: while it is young
+// the obligations are only measured (no copy, no hashing), and encoded by a second scan once they fill it.
+func (c *Compactor) build(db *store.DB) (*built, error) {
+	s := &built{missing: c.missing[:0]}
+	maxBytes := c.o.RollBytes - SegmentOverhead
+	young, n := false, 0
+	more, err := db.ScanObligations(c.after, maxBytes, FrameOverhead, maxSegmentRecords, func(seq uint64, _ uint32, v []byte) error {
+		if n == 0 && v != nil {
+			if _, at, err := store.HookHead(v); err == nil && c.o.Now().Sub(time.UnixMilli(at)) < c.o.RollAge {
+				young = true
+			}
+		}
+		n++
+		if young {
+			return nil
+		}
+		if n == 1 {
+			c.b.Reset()
+		}
+		c.add(s, seq, v)
+		return nil
+	})
+	if err != nil || n == 0 || (young && !more) {
+		return nil, err
+	}
+	if young {
+		n = 0
+		c.b.Reset()
+		more, err = db.ScanObligations(c.after, maxBytes, FrameOverhead, maxSegmentRecords, func(seq uint64, _ uint32, v []byte) error {
+			c.add(s, seq, v)
+			n++
+			return nil
+		})
+		if err != nil || n == 0 {
+			return nil, err
+		}
+	}
+	s.more = more
+	c.missing = s.missing
+	if c.b.Count() == 0 {
+		return s, nil
 	}
 	seg, idx, sum := c.b.Finish(c.idx)
 	c.idx = idx
 	ents := c.b.Entries()
 	e := store.SegmentEntry{FirstSeq: ents[0].Seq, LastSeq: ents[len(ents)-1].Seq, Count: uint32(len(ents)),
 		Bytes: int64(len(seg)), MinReceivedAt: ents[0].ReceivedAt, MaxReceivedAt: ents[0].ReceivedAt, SHA256: sum}
-	hooks := make([]store.ArchivedHook, len(ents))
-	for i, en := range ents {
+	hooks := c.hooks[:0]
+	for _, en := range ents {
 		e.MinReceivedAt = min(e.MinReceivedAt, en.ReceivedAt)
 		e.MaxReceivedAt = max(e.MaxReceivedAt, en.ReceivedAt)
-		hooks[i] = store.ArchivedHook{Seq: en.Seq, ID: en.ID, Offset: en.Offset, Length: en.Length}
+		hooks = append(hooks, store.ArchivedHook{Seq: en.Seq, ID: en.ID, Offset: en.Offset, Length: en.Length})
 	}
-	day := Day(e.MinReceivedAt)
-	e.SegmentKey, e.IndexKey = SegmentKeys(c.o.Node, day, e.FirstSeq, e.LastSeq)
-	if err := c.o.Blob.Put(ctx, e.SegmentKey, bytes.NewReader(seg), int64(len(seg))); err != nil {
-		return Result{}, &StageError{Stage: StagePutSegment, Err: err}
-	}
-	if err := c.o.Blob.Put(ctx, e.IndexKey, bytes.NewReader(idx), int64(len(idx))); err != nil {
-		return Result{}, &StageError{Stage: StagePutIndex, Err: err}
-	}
-	if err := c.writeManifest(ctx, db, day, &e, 0); err != nil {
-		return Result{}, &StageError{Stage: StageManifest, Err: err}
-	}
-	e.CreatedAt = c.o.Now().UnixMilli()
-	reclaimed, err := db.CatalogueSegment(&e, hooks, missing)
-	if err != nil {
-		return Result{}, &StageError{Stage: StageCatalogue, Err: err}
-	}
-	c.done(obs)
-	return Result{Segment: &Compacted{Segment: e, Records: len(ents), Reclaimed: reclaimed, Duration: time.Since(start)},
-		More: more}, nil
+	c.hooks = hooks
+	e.SegmentKey, e.IndexKey = SegmentKeys(c.o.Node, Day(e.MinReceivedAt), e.FirstSeq, e.LastSeq)
+	s.e, s.seg, s.idx, s.hooks = e, seg, idx, hooks
+	return s, nil
 }
 
-func (c *Compactor) done(obs []store.Obligation) {
-	c.after = max(c.after, obs[len(obs)-1].Seq)
-	c.pending = nil
+// add puts obligation seq's hook v (nil: missing) into the segment being built, or into s.missing when it is
+// gone or cannot be decoded; s.last follows.
+func (c *Compactor) add(s *built, seq uint64, v []byte) {
+	s.last = seq
+	if v == nil {
+		c.o.Log.Error().Uint64("seq", seq).Msg("archive obligation without its hook: cleared, nothing to archive")
+		s.missing = append(s.missing, seq)
+		return
+	}
+	if err := c.b.Add(seq, v); err != nil {
+		c.o.Log.Error().Err(err).Uint64("seq", seq).Msg("archive obligation's hook cannot be decoded: cleared, not archived")
+		s.missing = append(s.missing, seq)
+	}
+}
+
+func (c *Compactor) done(s *built) {
+	c.after = max(c.after, s.last)
+	c.retry = nil
 }
 
 // writeManifest rewrites the manifest of node-day day from the catalogue, with add (not catalogued yet) in it

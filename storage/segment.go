@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"hash/crc32"
 
 	"github.com/ankusa-go/ankusa/store"
@@ -59,9 +60,14 @@ type Index struct {
 }
 
 // Builder encodes one segment. The zero value is ready; Reset makes it reusable, keeping its buffers.
+//
+// The segment's sha256 is computed as the records are added (each frame hashed while it is still in the cache)
+// and in one pass: the footer's digest of header and records is a copy of the running state, which then goes
+// on over the footer to give the whole object's.
 type Builder struct {
 	buf     []byte
 	entries []IndexEntry
+	h       hash.Hash // sha256 of buf so far
 }
 
 // Reset starts a new segment.
@@ -69,6 +75,11 @@ func (b *Builder) Reset() {
 	b.buf = append(b.buf[:0], segmentMagic...)
 	b.buf = append(b.buf, formatVersion, CodecRaw, 0, 0)
 	b.entries = b.entries[:0]
+	if b.h == nil {
+		b.h = sha256.New()
+	}
+	b.h.Reset()
+	b.h.Write(b.buf)
 }
 
 // Len is the size the segment object will have if finished now.
@@ -96,6 +107,7 @@ func (b *Builder) Add(seq uint64, v []byte) error {
 	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(v)))
 	b.buf = binary.BigEndian.AppendUint32(b.buf, crc32.ChecksumIEEE(v))
 	b.buf = append(b.buf, v...)
+	b.h.Write(b.buf[off:])
 	b.entries = append(b.entries, IndexEntry{ID: id, Seq: seq, ReceivedAt: at, Offset: off,
 		Length: uint32(FrameOverhead + len(v))})
 	return nil
@@ -107,11 +119,12 @@ func (b *Builder) Finish(idx []byte) (seg []byte, index []byte, sum [32]byte) {
 	if len(b.buf) == 0 {
 		b.Reset()
 	}
-	body := sha256.Sum256(b.buf)
+	end := len(b.buf)
 	b.buf = append(b.buf, footerMagic...)
 	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(b.entries)))
-	b.buf = append(b.buf, body[:]...)
-	sum = sha256.Sum256(b.buf)
+	b.buf = b.h.Sum(b.buf) // sha256(header ‖ records); Sum leaves the running state as it was
+	b.h.Write(b.buf[end:])
+	b.h.Sum(sum[:0])
 	return b.buf, AppendIndex(idx[:0], &Index{SegmentSize: int64(len(b.buf)), SegmentSHA256: sum, Entries: b.entries}), sum
 }
 

@@ -24,7 +24,9 @@ import (
 // Cataloguing a segment (CatalogueSegment) is two steps. The first, one synced batch, writes the segment row
 // and its 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks'
 // archive obligations and every hook the obligation was the last thing holding, with m:archive_pending, in
-// batches of clearChunk obligations (so an ingest commit waits for one chunk at most); they are not
+// batches of clearChunk obligations (so an ingest commit waits for one chunk at most), each mostly range
+// deletions (an obligation or hook deleted key by key costs one memtable insert each, the compactor's largest
+// cost when it was measured: see clearObligations); they are not
 // synced (like dispatch outcomes, and the next synced commit carries it to disk), so it never holds an ingest
 // commit for an fsync of its own. A crash after the first leaves the obligations, and the compactor archives
 // those hooks again (the same keys when the same hooks); a crash that loses some of the second does the same
@@ -125,6 +127,22 @@ type Obligation struct {
 // obligations are deleted only by CatalogueSegment, which the one compactor calls after reading them.
 func (db *DB) Obligations(after uint64, maxBytes, overhead int64, max int, dst []Obligation) (_ []Obligation,
 	more bool, err error) {
+	more, err = db.ScanObligations(after, maxBytes, overhead, max, func(seq uint64, size uint32, v []byte) error {
+		if v != nil {
+			v = bytes.Clone(v)
+		}
+		dst = append(dst, Obligation{Seq: seq, Size: size, Value: v})
+		return nil
+	})
+	return dst, more, err
+}
+
+// ScanObligations calls fn with the archive obligations Obligations would return (the same seqs, limits and
+// more), one at a time in seq order, with the stored hook as a view into the store's iterator (nil when the hook
+// is missing) that is valid only during the call: the compactor copies it straight into its segment instead of
+// cloning every hook first. fn's first error ends the scan and is returned.
+func (db *DB) ScanObligations(after uint64, maxBytes, overhead int64, max int,
+	fn func(seq uint64, size uint32, value []byte) error) (more bool, err error) {
 	err = db.read(func() error {
 		if after == ^uint64(0) || max <= 0 {
 			return nil
@@ -139,9 +157,9 @@ func (db *DB) Obligations(after uint64, maxBytes, overhead int64, max int, dst [
 		defer hdone()
 		hit.Seek(AppendHookKey(nil, after+1))
 		var total int64
-		start := len(dst)
+		n := 0
 		for ; it.Valid(); it.Next() {
-			if len(dst)-start >= max {
+			if n >= max {
 				more = true
 				break
 			}
@@ -170,22 +188,22 @@ func (db *DB) Obligations(after uint64, maxBytes, overhead int64, max int, dst [
 			if err := hit.Err(); err != nil {
 				return fmt.Errorf("cannot read the hooks of the archive obligations: %w", err)
 			}
-			if len(dst) > start && total+int64(len(v))+overhead > maxBytes {
+			if n > 0 && total+int64(len(v))+overhead > maxBytes {
 				more = true
 				break
 			}
 			total += int64(len(v)) + overhead
-			if v != nil {
-				v = bytes.Clone(v)
+			n++
+			if err := fn(seq, size, v); err != nil {
+				return err
 			}
-			dst = append(dst, Obligation{Seq: seq, Size: size, Value: v})
 		}
 		if err := it.Err(); err != nil {
 			return fmt.Errorf("cannot scan the archive obligations: %w", err)
 		}
 		return nil
 	})
-	return dst, more, err
+	return more, err
 }
 
 // ArchivedHook names one hook of a segment being catalogued and where its frame is in the segment object.
@@ -252,6 +270,12 @@ type clearItem struct {
 
 // clearObligations deletes the obligations of items (in seq order) that are still there, and the hook of every
 // archived item that has no delivery row left, in one unsynced batch under cmu.
+//
+// The batch is built for the memtable, where its cost lies: the obligations go as one range deletion over
+// [lo, hi] when every obligation in that range is one of items (always, unless the store holds obligations the
+// compactor did not read; then one deletion each), a run of minDeleteRun or more consecutive hooks as one range
+// deletion, and the rest as point deletions grouped by key range in key order (so each insert starts from the
+// previous one's place in the skip list); a claim marker is deleted only where one exists.
 func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
 	lo, hi := items[0].seq, items[len(items)-1].seq
 	db.cmu.Lock()
@@ -261,37 +285,65 @@ func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
 	if db.closed {
 		return 0, ErrClosed
 	}
-	// Which of the seqs still hold an obligation, and which have a delivery row: two range scans over
-	// [lo, hi] under cmu (so no outcome settles a row of these hooks meanwhile), not a point read per hook.
-	held, err := db.seqsWithKeysLocked(cfIndex, AppendArchiveKey(nil, lo), AppendArchiveKey(nil, hi+1), 1)
-	if err != nil {
+	// Which of the seqs still hold an obligation, a delivery row or a claim marker: range scans over [lo, hi]
+	// under cmu (so no outcome settles a row of these hooks meanwhile, nor a marker is written), not a point
+	// read per hook.
+	sc := &db.clear
+	if sc.held, err = db.seqsWithKeysLocked(sc.held[:0], cfIndex, AppendArchiveKey(nil, lo), AppendArchiveKey(nil, hi+1), 1); err != nil {
 		return 0, err
 	}
-	rows, err := db.seqsWithKeysLocked(cfDeliveries, AppendHookKey(nil, lo), AppendHookKey(nil, hi+1), 0)
-	if err != nil {
+	if sc.rows, err = db.seqsWithKeysLocked(sc.rows[:0], cfDeliveries, AppendHookKey(nil, lo), AppendHookKey(nil, hi+1), 0); err != nil {
+		return 0, err
+	}
+	if sc.claims, err = db.seqsWithKeysLocked(sc.claims[:0], cfIndex, AppendClaimKey(nil, lo), AppendClaimKey(nil, hi+1), 1); err != nil {
 		return 0, err
 	}
 	db.ed.reset()
+	// One walk over items beside the sorted scans: which obligations go, and which hooks with them.
+	sc.cleared, sc.hooks = sc.cleared[:0], sc.hooks[:0]
+	held, rows := sc.held, sc.rows
+	for _, it := range items {
+		for len(held) > 0 && held[0] < it.seq {
+			held = held[1:]
+		}
+		if len(held) == 0 || held[0] != it.seq {
+			continue
+		}
+		sc.cleared = append(sc.cleared, it.seq)
+		for len(rows) > 0 && rows[0] < it.seq {
+			rows = rows[1:]
+		}
+		if it.hook && (len(rows) == 0 || rows[0] != it.seq) {
+			sc.hooks = append(sc.hooks, it.seq)
+		}
+	}
+	if len(sc.cleared) == 0 {
+		return 0, nil
+	}
 	wb := db.owb
 	wb.Clear()
 	index := db.cfs[cfIndex]
-	for _, it := range items {
-		if _, ok := held[it.seq]; !ok {
-			continue
+	if len(sc.cleared) == len(sc.held) && hi < ^uint64(0) {
+		// Every obligation in [lo, hi] goes: one range deletion (archive keys are 'a' and exactly 8 bytes).
+		wb.DeleteRangeCF(index, AppendArchiveKey(db.okey[:0], lo), AppendArchiveKey(db.oval[:0], hi+1))
+	} else {
+		for _, seq := range sc.cleared {
+			db.okey = AppendArchiveKey(db.okey[:0], seq)
+			wb.DeleteCF(index, db.okey)
 		}
-		db.okey = AppendArchiveKey(db.okey[:0], it.seq)
-		wb.DeleteCF(index, db.okey)
-		db.ed.archive--
-		if _, hasRows := rows[it.seq]; hasRows || !it.hook {
-			continue
-		}
-		db.okey = AppendHookKey(db.okey[:0], it.seq)
-		wb.DeleteCF(db.cfs[cfHooks], db.okey)
-		wb.DeleteCF(index, AppendClaimKey(nil, it.seq)) // the claim marker goes with its hook
-		deleted++
 	}
-	if db.ed.archive == 0 {
-		return 0, nil
+	db.ed.archive -= int64(len(sc.cleared))
+	db.deleteSeqRunsLocked(wb, db.cfs[cfHooks], sc.hooks, AppendHookKey)
+	// The claim markers go with their hooks (both lists sorted).
+	claims, hooks := sc.claims, sc.hooks
+	for _, seq := range claims {
+		for len(hooks) > 0 && hooks[0] < seq {
+			hooks = hooks[1:]
+		}
+		if len(hooks) > 0 && hooks[0] == seq {
+			db.okey = AppendClaimKey(db.okey[:0], seq)
+			wb.DeleteCF(index, db.okey)
+		}
 	}
 	db.putCountersLocked(wb)
 	if err := db.rdb.Write(db.woAsync, wb); err != nil {
@@ -299,25 +351,65 @@ func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
 	db.applyEditsLocked(nil)
-	return deleted, nil
+	return len(sc.hooks), nil
 }
 
-// putCatalogue writes e's row, its ids and one 'I' key per hook in one synced batch.
+// minDeleteRun is the shortest run of consecutive seqs deleted as one range deletion: below it point deletions
+// cost the memtable less than the reads that would have to step over one more range tombstone.
+const minDeleteRun = 32
+
+// deleteSeqRunsLocked adds to wb the deletion of the keys of seqs (sorted) in cf, whose keys are the seq alone
+// (appendKey): a run of at least minDeleteRun consecutive seqs as one range deletion, the rest one by one.
+func (db *DB) deleteSeqRunsLocked(wb *grocksdb.WriteBatch, cf *grocksdb.ColumnFamilyHandle, seqs []uint64,
+	appendKey func([]byte, uint64) []byte) {
+	for i := 0; i < len(seqs); {
+		j := i + 1
+		for j < len(seqs) && seqs[j] == seqs[j-1]+1 {
+			j++
+		}
+		if j-i >= minDeleteRun {
+			wb.DeleteRangeCF(cf, appendKey(db.okey[:0], seqs[i]), appendKey(db.oval[:0], seqs[j-1]+1))
+		} else {
+			for _, seq := range seqs[i:j] {
+				db.okey = appendKey(db.okey[:0], seq)
+				wb.DeleteCF(cf, db.okey)
+			}
+		}
+		i = j
+	}
+}
+
+// clearScratch is clearObligations' reused scratch (under cmu).
+type clearScratch struct {
+	held, rows, claims []uint64 // seqs holding an obligation, a delivery row, a claim marker
+	cleared, hooks     []uint64 // the obligations the batch deletes, the hooks it deletes
+}
+
+// putCatalogue writes e's row, its ids and one 'I' key per hook in one synced batch. The 'I' keys go in id
+// order, so each memtable insert starts from the previous one's place instead of a fresh descent.
 func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook) error {
 	return db.read(func() error {
 		wb := grocksdb.NewWriteBatch()
 		defer wb.Destroy()
 		archive := db.cfs[cfArchive]
 		ids := make([]byte, 0, 16*len(hooks))
+		for _, h := range hooks {
+			ids = append(ids, h.ID[:]...)
+		}
+		order := make([]int32, len(hooks))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(hooks[a].ID[:], hooks[b].ID[:]) })
 		key := make([]byte, 0, 1+16)
 		val := make([]byte, 0, archivedIDValueLen)
-		for _, h := range hooks {
+		for _, i := range order {
+			h := &hooks[i]
 			val = binary.BigEndian.AppendUint64(val[:0], e.FirstSeq)
 			val = binary.BigEndian.AppendUint64(val, uint64(h.Offset))
 			val = binary.BigEndian.AppendUint32(val, h.Length)
 			key = appendArchivedIDKey(key[:0], h.ID)
 			wb.PutCF(archive, key, val)
-			ids = append(ids, h.ID[:]...)
 		}
 		wb.PutCF(archive, appendArchivedIDsKey(nil, e.FirstSeq), ids)
 		wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
@@ -328,25 +420,29 @@ func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook) error {
 	})
 }
 
-// seqsWithKeysLocked returns the seqs of the keys of cf in [lower, upper), each read as the 8 bytes after skip
-// bytes of prefix (under cmu, whose read options it uses).
-func (db *DB) seqsWithKeysLocked(cf int, lower, upper []byte, skip int) (map[uint64]struct{}, error) {
+// seqsWithKeysLocked appends to dst the seqs of the keys of cf in [lower, upper), in key order, each read as the
+// 8 bytes after skip bytes of prefix (under cmu, whose read options it uses); a seq is appended once however
+// many keys carry it.
+func (db *DB) seqsWithKeysLocked(dst []uint64, cf int, lower, upper []byte, skip int) ([]uint64, error) {
 	db.wroUpper = append(db.wroUpper[:0], upper...)
 	db.wro.SetIterateUpperBound(db.wroUpper)
 	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cf])
 	defer it.Close()
-	seqs := make(map[uint64]struct{})
+	start := len(dst)
 	for it.Seek(lower); it.Valid(); it.Next() {
 		k := it.Key().Data()
 		if len(k) < skip+8 {
-			return nil, fmt.Errorf("%s key %x: %w", cfNames[cf], k, ErrBadKey)
+			return dst, fmt.Errorf("%s key %x: %w", cfNames[cf], k, ErrBadKey)
 		}
-		seqs[binary.BigEndian.Uint64(k[skip:])] = struct{}{}
+		seq := binary.BigEndian.Uint64(k[skip:])
+		if len(dst) == start || dst[len(dst)-1] != seq {
+			dst = append(dst, seq)
+		}
 	}
 	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("cannot scan %s: %w", cfNames[cf], err)
+		return dst, fmt.Errorf("cannot scan %s: %w", cfNames[cf], err)
 	}
-	return seqs, nil
+	return dst, nil
 }
 
 // ArchivedSegment returns the catalogue row of the segment holding the hook with id and where the hook's frame

@@ -218,3 +218,69 @@ func FuzzDecodeSegmentEntry(f *testing.F) {
 		}
 	})
 }
+
+// The clearing batch deletes obligations as one range, runs of reclaimed hooks as ranges and the rest key by
+// key; whatever the shape, exactly these go: the obligations of the catalogued hooks, the hooks no delivery row
+// holds and their claim markers. An obligation inside the range that the segment does not hold (here: left out
+// of the call) stays with its hook, and so does every key just outside the range.
+func TestClearingDeletesExactlyTheCataloguedObligations(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var recs []*Record
+	for i := range 3*minDeleteRun + 10 {
+		if i == minDeleteRun+3 || i == 2*minDeleteRun+1 {
+			recs = append(recs, makeRecord(t, "t1", 16, SinkBinding{Index: 0, Type: "http"})) // a pending delivery
+		} else {
+			recs = append(recs, makeRecord(t, "t1", 16))
+		}
+	}
+	seqs := commitArchived(t, db, recs...)
+	for _, i := range []int{5, minDeleteRun + 3, 2 * minDeleteRun} {
+		if err := db.PutClaimRef(seqs[i], "ref"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obs, _, err := db.Obligations(0, 1<<30, 0, 1<<20, nil)
+	if err != nil || len(obs) != len(recs) {
+		t.Fatalf("Obligations = %d, %v", len(obs), err)
+	}
+	// Two calls: the whole run (range deletions) but for the first and last hooks and one in the middle, which a
+	// second call catalogues with one obligation held back (so it clears key by key).
+	first, last, skip := 0, len(obs)-1, 2*minDeleteRun+5
+	var inner, rest []Obligation
+	for i, o := range obs {
+		if i == first || i == last || i == skip {
+			rest = append(rest, o)
+		} else {
+			inner = append(inner, o)
+		}
+	}
+	catalogue(t, db, inner, 1)
+	catalogue(t, db, rest[:2], 1) // first and the skipped one; the last is held back
+	gone := func(i int) bool {
+		_, err := db.GetHook(seqs[i])
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err != nil
+	}
+	for i := range recs {
+		pendingRow := i == minDeleteRun+3 || i == 2*minDeleteRun+1
+		if want := i != last && !pendingRow; gone(i) != want {
+			t.Errorf("hook %d (seq %d) gone = %v, want %v", i, seqs[i], !want, want)
+		}
+	}
+	if n, err := db.CountIndex(IndexArchive); err != nil || n != 1 || db.Counts().ArchivePending != 1 {
+		t.Fatalf("obligations left %d (counter %d), %v; want the held-back one", n, db.Counts().ArchivePending, err)
+	}
+	if rest, _, err := db.Obligations(0, 1<<30, 0, 10, nil); err != nil || len(rest) != 1 || rest[0].Seq != seqs[last] {
+		t.Fatalf("obligation left = %+v, %v", rest, err)
+	}
+	for i, want := range map[int]bool{5: false, minDeleteRun + 3: true, 2 * minDeleteRun: false} {
+		if _, ok, err := db.ClaimRef(seqs[i]); err != nil || ok != want {
+			t.Errorf("claim marker of hook %d kept = %v, %v; want %v", i, ok, err, want)
+		}
+	}
+	if n, err := db.CountIndex(IndexClaim); err != nil || n != 1 {
+		t.Fatalf("claim markers left %d, %v", n, err)
+	}
+}

@@ -170,6 +170,7 @@ type DB struct {
 	wroUpper   []byte                // wro's upper bound; RocksDB reads it in place, so it stays put
 	okey, oval []byte
 	lastKey    []byte
+	clear      clearScratch // clearObligations' (archive.go)
 	oq         outcomeQueue // outcomes waiting for a group (outcomes.go); its maps are cmu's scratch
 
 	// qmu serialises the writes of the quarantine pen (quarantine.go) from reading the pen counters until their
