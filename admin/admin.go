@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -42,6 +43,11 @@ type Deps struct {
 	SetLogLevel func(zerolog.Level)
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).
 	LogLevel func() zerolog.Level
+	// Gatherer is the instance's registry, read by the console's overview (nil: no figures).
+	Gatherer prometheus.Gatherer
+	// Console, when set, builds the handler served under /console/ from the in-process API (the console is a
+	// package of its own that imports admin; the instance installs it).
+	Console func(*API) (http.Handler, error)
 }
 
 // ReleaseReport says what a quarantine release did.

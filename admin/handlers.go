@@ -123,7 +123,8 @@ const (
 
 func (a *api) dlq(w http.ResponseWriter, r *http.Request, p *principal) {
 	q := newQuery(r)
-	f := store.DeadFilter{Source: q.id("source_id"), Since: q.int("since", 0), Before: q.deadCursor()}
+	f := store.DeadFilter{Source: q.id("source_id"), Since: q.int("since", 0), Before: q.deadCursor(),
+		Reason: q.text("reason", 256)}
 	limit := q.limit(defaultListLimit, maxListLimit)
 	if q.bad != "" {
 		badParam(w, q.bad)
@@ -355,6 +356,7 @@ func (a *api) listQuarantine(w http.ResponseWriter, r *http.Request, p *principa
 	q := newQuery(r)
 	source := q.id("source_id")
 	limit := q.limit(defaultListLimit, maxListLimit)
+	before := q.penCursor()
 	if q.bad != "" {
 		badParam(w, q.bad)
 		return
@@ -367,7 +369,7 @@ func (a *api) listQuarantine(w http.ResponseWriter, r *http.Request, p *principa
 	if db == nil {
 		return
 	}
-	held, err := db.ListQuarantine(source, limit)
+	held, err := db.ListQuarantinePage(source, before, limit)
 	if err != nil {
 		a.failed(w, "list quarantine", err)
 		return
@@ -382,7 +384,13 @@ func (a *api) listQuarantine(w http.ResponseWriter, r *http.Request, p *principa
 			"received_at": s.ReceivedAt, "reason": s.Reason, "size": s.Size,
 		})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"entries": entries})
+	body := map[string]any{"entries": entries}
+	if len(held) == limit && limit > 0 {
+		// The cursor is the last entry read, shown or not, so a page of another tenant's entries still advances.
+		last := held[len(held)-1]
+		body["next_cursor"] = encodePenCursor(store.PenCursor{ReceivedAt: last.ReceivedAt, ID: last.ID})
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // Purge limits (inventory A.5: default 1,000, at most 10,000).

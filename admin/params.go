@@ -61,6 +61,16 @@ func (q *query) id(field string) string {
 	return s
 }
 
+// text reads a free-text value of at most max bytes ("" when absent).
+func (q *query) text(field string, max int) string {
+	s := q.v.Get(field)
+	if len(s) > max {
+		q.fail(field)
+		return ""
+	}
+	return s
+}
+
 // int reads a non-negative integer (def when absent).
 func (q *query) int(field string, def int64) int64 {
 	s := q.v.Get(field)
@@ -139,4 +149,23 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		return errBadParam{"body"}
 	}
 	return nil
+}
+
+// A quarantine page cursor is the last entry's {received_at, id}, base64url: opaque to callers.
+func encodePenCursor(c store.PenCursor) string {
+	b := binary.BigEndian.AppendUint64(nil, uint64(c.ReceivedAt))
+	return base64.RawURLEncoding.EncodeToString(append(b, c.ID[:]...))
+}
+
+func (q *query) penCursor() *store.PenCursor {
+	s := q.v.Get("cursor")
+	if s == "" {
+		return nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != 24 || int64(binary.BigEndian.Uint64(b)) < 0 {
+		q.fail("cursor")
+		return nil
+	}
+	return &store.PenCursor{ReceivedAt: int64(binary.BigEndian.Uint64(b)), ID: [16]byte(b[8:])}
 }

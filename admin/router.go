@@ -74,6 +74,13 @@ func NewRouter(d *Deps) (http.Handler, error) {
 	}
 	a := &api{d: d, principals: ps}
 	mux := http.NewServeMux()
+	if d.Console != nil {
+		c, err := d.Console(&API{a: a, mux: mux})
+		if err != nil {
+			return nil, err
+		}
+		mux.Handle("/console/", c)
+	}
 	for _, r := range a.routes() {
 		h := r.handler
 		if r.scopes == nil {

@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/admin"
+	"github.com/ankusa-go/ankusa/admin/console"
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
@@ -89,7 +91,11 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 			}
 			return ok, body
 		},
-		Bound: func(addr string) { i.adminAddr.Store(&addr) },
+		Bound:    func(addr string) { i.adminAddr.Store(&addr) },
+		Gatherer: i.tel.Metrics.Registry,
+	}
+	d.Console = func(api *admin.API) (http.Handler, error) {
+		return console.New(api, console.Options{Log: d.Log.With().Str("component", "console").Logger()})
 	}
 	if i.edge != nil {
 		d.Release = func(source string, limit int) (admin.ReleaseReport, error) {

@@ -313,6 +313,7 @@ type DeadFilter struct {
 	Source  string   // "" = every source
 	Tenants []string // nil = every tenant
 	Since   int64    // dead-lettered at or after, unix ms (0 = unbounded)
+	Reason  string   // "" = every reason, else only rows dead-lettered for it
 	// Before, when set, lists only entries after it in newest-first order: the page cursor, the last entry of
 	// the previous page ({DeadAt, Seq, Sink} order every dead row of the node; Ord is ignored).
 	Before *DeadKey
@@ -423,7 +424,7 @@ func (db *DB) ListDeadPage(f DeadFilter, limit int) ([]DeadEntry, error) {
 			if err != nil {
 				return err
 			}
-			if keep {
+			if keep && (f.Reason == "" || entry.Reason == f.Reason) {
 				out = append(out, entry)
 			}
 			c.it.Prev()

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -420,6 +421,18 @@ func (db *DB) SweepQuarantine(now time.Time, retention time.Duration, limit int)
 // whose summary cannot be decoded is listed (without a source filter only) with reason "undecodable quarantine
 // summary". With a source filter it may walk the whole pen to fill limit.
 func (db *DB) ListQuarantine(source string, limit int) ([]QuarantineSummary, error) {
+	return db.ListQuarantinePage(source, nil, limit)
+}
+
+// PenCursor names a pen entry (its receive time and id): the page cursor of ListQuarantinePage.
+type PenCursor struct {
+	ReceivedAt int64
+	ID         [16]byte
+}
+
+// ListQuarantinePage is ListQuarantine after before (nil = from the newest): the next page of a listing whose
+// last entry was before, read by seeking to its key, so a deep page costs what the first does.
+func (db *DB) ListQuarantinePage(source string, before *PenCursor, limit int) ([]QuarantineSummary, error) {
 	var out []QuarantineSummary
 	err := db.read(func() error {
 		if limit <= 0 {
@@ -428,7 +441,16 @@ func (db *DB) ListQuarantine(source string, limit int) ([]QuarantineSummary, err
 		upper := []byte{penSummary + 1}
 		it, done := db.boundedIter(cfQuarantine, []byte{penSummary}, upper)
 		defer done()
-		for it.SeekForPrev(upper); it.Valid() && len(out) < limit; it.Prev() {
+		if before != nil {
+			at := appendPenKey(nil, penSummary, before.ReceivedAt, before.ID)
+			it.SeekForPrev(at)
+			if it.Valid() && bytes.Equal(it.Key().Data(), at) {
+				it.Prev()
+			}
+		} else {
+			it.SeekForPrev(upper)
+		}
+		for ; it.Valid() && len(out) < limit; it.Prev() {
 			s, ok, err := penSummaryAt(it.Key().Data(), it.Value().Data())
 			if err != nil {
 				return err

@@ -1,0 +1,465 @@
+package console
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/ankusa-go/ankusa/admin"
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
+)
+
+// bodyViewCap is how much of a stored body a page shows.
+const bodyViewCap = 64 << 10
+
+// pageSize is the rows of one list page.
+const pageSize = 50
+
+var funcs = template.FuncMap{
+	"ms": func(v any) string {
+		var n int64
+		switch x := v.(type) {
+		case int64:
+			n = x
+		case json.Number:
+			n, _ = x.Int64()
+		}
+		if n <= 0 {
+			return "—"
+		}
+		return time.UnixMilli(n).UTC().Format("2006-01-02 15:04:05.000Z")
+	},
+	"deref": func(p *float64) float64 { return *p },
+}
+
+func (c *Console) sources(w http.ResponseWriter, r *http.Request, s *session) {
+	a := c.call(r, s, "GET", "/v1/config", nil, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "sources", a)
+		return
+	}
+	visible, _ := a.body["sources"].(map[string]any)
+	cfg := c.api.Config()
+	counts := c.perSource()
+	type sinkView struct{ Type, Target string }
+	type row struct {
+		ID, Tenant, Verify, OnFailure, Limit, Dedupe string
+		Sinks                                        []sinkView
+		Acked, Refused                               float64
+		Health                                       string
+	}
+	var rows []row
+	for id := range visible {
+		src, ok := cfg.Sources[id]
+		if !ok {
+			continue
+		}
+		v := row{ID: id, Tenant: src.Tenant, Verify: cmpOr(src.Verify.Type, "none"),
+			OnFailure: cmpOr(src.OnVerifyFailure, "reject"), Limit: rateOf(cfg, src.Tenant), Dedupe: "off"}
+		if src.Dedupe != nil {
+			v.Dedupe = "on"
+		}
+		for _, sk := range src.Sinks {
+			v.Sinks = append(v.Sinks, sinkView{Type: sk.Type})
+		}
+		n := counts[id]
+		v.Acked, v.Refused = n[0], n[1]
+		v.Health = "ok"
+		if n[1] > 0 && n[1] >= n[0] {
+			v.Health = "refusing"
+		}
+		rows = append(rows, v)
+	}
+	slices.SortFunc(rows, func(a, b row) int { return strings.Compare(a.ID, b.ID) })
+	c.render(w, r, http.StatusOK, "sources", s, view{Title: "Sources", Active: "sources", Data: rows})
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// rateOf describes the ingest limit a tenant runs under.
+func rateOf(cfg *config.Config, tenant string) string {
+	if t, ok := cfg.RateLimits.Tenants[tenant]; ok && t.Rate > 0 {
+		return fmt.Sprintf("%g/s (burst %g)", t.Rate, t.Burst)
+	}
+	if d := cfg.RateLimits.Default; d != nil {
+		return fmt.Sprintf("%g/s (burst %g)", d.Rate, d.Burst)
+	}
+	return "unlimited"
+}
+
+type headerView struct{ Name, Value string }
+
+type sinkState struct {
+	Index              int
+	Type, State, Error string
+	Attempts           uint32
+	DueAt, DeadAt      int64
+	ReplayID           string
+}
+
+func (c *Console) hook(w http.ResponseWriter, r *http.Request, s *session) {
+	q := r.URL.Query().Get("id")
+	v := view{Title: "Hook", Active: "hooks"}
+	if q == "" {
+		c.render(w, r, http.StatusOK, "hook", s, v)
+		return
+	}
+	id, err := uuid.Parse(strings.TrimSpace(q))
+	if err != nil {
+		v.Error = "That is not a hook id (a UUID such as 0190a8f0-7f3a-7b4c-8d5e-6f708192a3b4)."
+		c.render(w, r, http.StatusBadRequest, "hook", s, v)
+		return
+	}
+	rec, seg, loc, err := c.api.Hook(s.caller, id)
+	if !errors.Is(err, store.ErrNotFound) && c.readFailed(w, r, s, "hooks", "hook", "dlq:read", err) {
+		return
+	}
+	d := map[string]any{"ID": id.String()}
+	if seg != nil {
+		d["Archive"] = map[string]any{"Segment": seg.SegmentKey, "Index": seg.IndexKey, "Offset": loc.Offset,
+			"Length": loc.Length, "First": seg.FirstSeq, "Last": seg.LastSeq}
+	}
+	if err != nil {
+		v.Message = "The store holds no hook with this id."
+		if seg != nil {
+			v.Message = "The store no longer holds this hook: it was archived."
+		}
+		v.Data = d
+		c.render(w, r, http.StatusNotFound, "hook", s, v)
+		return
+	}
+	h := rec.Hook
+	d["Found"], d["Seq"], d["Tenant"], d["Source"], d["ReceivedAt"] = true, rec.Seq, h.Tenant, h.Source, h.ReceivedAt
+	d["ContentType"], d["Size"], d["Verification"], d["Flagged"], d["DedupeKey"] = h.ContentType, len(h.Body),
+		cmpOr(h.Verification.String(), "unknown"), h.Flagged, h.DedupeKey
+	hs := make([]headerView, 0, len(h.Headers))
+	for _, x := range h.Headers {
+		hs = append(hs, headerView{x.Name, x.Value})
+	}
+	d["Headers"] = hs
+	d["Body"], d["Pretty"], d["Truncated"], d["Binary"] = bodyView(h.Body, h.ContentType)
+	d["Sinks"] = sinkStates(c.api.Config(), h.Source, rec.Rows)
+	v.Data = d
+	c.render(w, r, http.StatusOK, "hook", s, v)
+}
+
+// bodyView is the body as a page shows it: at most bodyViewCap bytes, JSON indented when it parses.
+func bodyView(b []byte, contentType string) (text string, pretty, truncated, binary bool) {
+	if len(b) <= bodyViewCap && (strings.Contains(contentType, "json") || json.Valid(b)) {
+		var out bytes.Buffer
+		if json.Indent(&out, b, "", "  ") == nil {
+			return out.String(), true, false, false
+		}
+	}
+	if len(b) > bodyViewCap {
+		b, truncated = b[:bodyViewCap], true
+	}
+	if !utf8.Valid(b) {
+		return fmt.Sprintf("%d bytes of binary data", len(b)), false, truncated, true
+	}
+	return string(b), false, truncated, false
+}
+
+// sinkStates is each sink of the hook's source with the state of its delivery: a row still held tells it
+// (pending, retrying, dead); a sink without one was delivered.
+func sinkStates(cfg *config.Config, source string, rows []store.DeliveryRow) []sinkState {
+	n := len(cfg.Sources[source].Sinks)
+	for _, row := range rows {
+		n = max(n, int(row.SinkIndex)+1)
+	}
+	out := make([]sinkState, n)
+	for i := range out {
+		out[i] = sinkState{Index: i, State: "delivered"}
+		if src, ok := cfg.Sources[source]; ok && i < len(src.Sinks) {
+			out[i].Type = src.Sinks[i].Type
+		}
+	}
+	for _, row := range rows {
+		st := &out[row.SinkIndex]
+		st.Type, st.Attempts, st.Error, st.ReplayID = cmpOr(row.SinkType, st.Type), row.Attempts, row.LastError, row.ReplayID
+		switch row.State {
+		case store.StatePending:
+			st.State, st.DueAt = "pending", row.DueAt
+		case store.StateScheduled:
+			st.State, st.DueAt = "retrying", row.DueAt
+		case store.StateDead:
+			st.State, st.DeadAt, st.Error = "dead-lettered", row.DeadAt, cmpOr(row.DeadReason, row.LastError)
+		default:
+			st.State = fmt.Sprintf("state %d", row.State)
+		}
+	}
+	return out
+}
+
+// sinceParam turns a datetime-local value (UTC) into unix ms, "" into 0.
+func sinceParam(v string) (int64, bool) {
+	if v == "" {
+		return 0, true
+	}
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05", time.RFC3339} {
+		if t, err := time.ParseInLocation(layout, v, time.UTC); err == nil {
+			return t.UnixMilli(), true
+		}
+	}
+	return 0, false
+}
+
+func (c *Console) dlq(w http.ResponseWriter, r *http.Request, s *session) {
+	in := r.URL.Query()
+	filter := map[string]string{"source_id": in.Get("source_id"), "tenant_id": in.Get("tenant_id"),
+		"reason": in.Get("reason"), "since": in.Get("since")}
+	q := url.Values{"limit": {strconv.Itoa(pageSize)}}
+	for _, k := range []string{"source_id", "tenant_id", "reason", "cursor"} {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	since, ok := sinceParam(filter["since"])
+	if !ok {
+		c.render(w, r, http.StatusBadRequest, "dlq", s, view{Title: "Dead letters", Active: "dlq",
+			Error: "Since is not a time (YYYY-MM-DDTHH:MM, UTC).", Data: map[string]any{"Filter": filter}})
+		return
+	}
+	if since > 0 {
+		q.Set("since", strconv.FormatInt(since, 10))
+	}
+	a := c.call(r, s, "GET", "/v1/dlq", q, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "dlq", a)
+		return
+	}
+	d := map[string]any{"Filter": filter, "Total": a.body["total"], "Entries": a.body["entries"],
+		"CanReplay": s.caller.AllTenants() && s.caller.Has(admin.ScopeReplaysWrite)}
+	if next, _ := a.body["next_cursor"].(string); next != "" {
+		nq := url.Values{"cursor": {next}}
+		for k, v := range filter {
+			if v != "" {
+				nq.Set(k, v)
+			}
+		}
+		d["Next"] = "/console/dlq?" + nq.Encode()
+	}
+	c.render(w, r, http.StatusOK, "dlq", s, view{Title: "Dead letters", Active: "dlq", Data: d})
+}
+
+// deadSel is one DLQ entry picked for replay: its source and the millisecond it was dead-lettered, the window
+// of a dlq replay job that moves it.
+type deadSel struct {
+	Source string
+	DeadAt int64
+}
+
+func (c *Console) dlqReplay(w http.ResponseWriter, r *http.Request, s *session) {
+	var sel []deadSel
+	var raw []string
+	for _, v := range r.PostForm["sel"] {
+		src, at, ok := strings.Cut(v, "|")
+		n, err := strconv.ParseInt(at, 10, 64)
+		if !ok || err != nil || n <= 0 || src == "" {
+			continue
+		}
+		if x := (deadSel{src, n}); !slices.Contains(sel, x) {
+			sel, raw = append(sel, x), append(raw, v)
+		}
+	}
+	if len(r.PostForm["sel"]) == 0 {
+		c.render(w, r, http.StatusBadRequest, "error", s, view{Title: "Nothing selected", Active: "dlq",
+			Message: "Select the dead letters to replay first."})
+		return
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		c.render(w, r, http.StatusOK, "confirm", s, view{Title: "Confirm replay", Active: "dlq", Data: map[string]any{
+			"Count": len(r.PostForm["sel"]), "Sel": raw, "Windows": len(sel)}})
+		return
+	}
+	created := 0
+	for _, x := range sel {
+		a := c.call(r, s, "POST", "/v1/replays", nil, map[string]any{"kind": "dlq", "source_id": x.Source,
+			"since": x.DeadAt, "until": x.DeadAt})
+		if !a.ok() {
+			c.refused(w, r, s, "dlq", a)
+			return
+		}
+		created++
+	}
+	http.Redirect(w, r, "/console/replays?created="+strconv.Itoa(created), http.StatusSeeOther)
+}
+
+func (c *Console) quarantine(w http.ResponseWriter, r *http.Request, s *session) {
+	in := r.URL.Query()
+	q := url.Values{"limit": {strconv.Itoa(pageSize)}}
+	filter := map[string]string{}
+	for _, k := range []string{"source_id", "tenant_id", "cursor"} {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+			if k != "cursor" {
+				filter[k] = v
+			}
+		}
+	}
+	a := c.call(r, s, "GET", "/v1/quarantine", q, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "quarantine", a)
+		return
+	}
+	d := map[string]any{"Filter": filter, "Entries": a.body["entries"],
+		"CanWrite": s.caller.AllTenants() && s.caller.Has(admin.ScopeQuarantineWrite), "Message": in.Get("done")}
+	if next, _ := a.body["next_cursor"].(string); next != "" {
+		nq := url.Values{"cursor": {next}}
+		for k, v := range filter {
+			nq.Set(k, v)
+		}
+		d["Next"] = "/console/quarantine?" + nq.Encode()
+	}
+	c.render(w, r, http.StatusOK, "quarantine", s, view{Title: "Quarantine", Active: "quarantine", Data: d})
+}
+
+func (c *Console) quarantineEntry(w http.ResponseWriter, r *http.Request, s *session) {
+	in := r.URL.Query()
+	id, err := uuid.Parse(in.Get("id"))
+	at, aerr := strconv.ParseInt(in.Get("at"), 10, 64)
+	if err != nil || aerr != nil || at < 0 {
+		c.render(w, r, http.StatusBadRequest, "error", s, view{Title: "Bad request", Active: "quarantine",
+			Message: "A held hook is named by its id and receive time."})
+		return
+	}
+	e, err := c.api.QuarantineEntry(s.caller, at, id)
+	if errors.Is(err, store.ErrNotFound) {
+		c.render(w, r, http.StatusNotFound, "error", s, view{Title: "Not held", Active: "quarantine",
+			Message: "The pen does not hold this hook (released or purged)."})
+		return
+	}
+	if c.readFailed(w, r, s, "quarantine", "entry", "quarantine:read", err) {
+		return
+	}
+	hs := make([]headerView, 0, len(e.Hook.Headers))
+	for _, x := range e.Hook.Headers {
+		hs = append(hs, headerView{x.Name, x.Value})
+	}
+	body, pretty, truncated, binary := bodyView(e.Hook.Body, e.Hook.ContentType)
+	c.render(w, r, http.StatusOK, "entry", s, view{Title: "Held hook", Active: "quarantine", Data: map[string]any{
+		"ID": id.String(), "At": at, "Source": e.Hook.Source, "Tenant": e.Hook.Tenant, "Reason": e.Reason,
+		"Method": e.Method, "Path": e.Path, "Headers": hs, "Body": body, "Pretty": pretty, "Truncated": truncated,
+		"Binary": binary, "Size": len(e.Hook.Body),
+		"CanWrite": s.caller.AllTenants() && s.caller.Has(admin.ScopeQuarantineWrite)}})
+}
+
+// readFailed renders the refusal or failure of one of admin's in-process reads (what names the object, scope
+// the scope it needs beside its tenant) and reports whether there was one.
+func (c *Console) readFailed(w http.ResponseWriter, r *http.Request, s *session, active, what, scope string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, admin.ErrForbidden):
+		c.render(w, r, http.StatusForbidden, "error", s, view{Title: "Refused", Active: active,
+			Message: "The admin API refuses this " + what + " to " + s.caller.Name() + ": forbidden (it needs " + scope +
+				" and the " + what + "'s tenant)."})
+	case errors.Is(err, admin.ErrUnavailable):
+		c.render(w, r, http.StatusServiceUnavailable, "error", s, view{Title: "Unavailable", Active: active,
+			Message: "The store is closed or kept by no WAL on this node."})
+	default:
+		c.log.Error().Err(err).Str("read", what).Msg("console: store read failed")
+		c.render(w, r, http.StatusServiceUnavailable, "error", s, view{Title: "Unavailable", Active: active,
+			Message: "The store could not be read."})
+	}
+	return true
+}
+
+func (c *Console) quarantineRelease(w http.ResponseWriter, r *http.Request, s *session) {
+	body := map[string]any{"source_id": r.PostFormValue("source_id")}
+	if l := r.PostFormValue("limit"); l != "" {
+		n, err := strconv.ParseInt(l, 10, 64)
+		if err != nil {
+			c.render(w, r, http.StatusBadRequest, "error", s, view{Title: "Bad request", Active: "quarantine",
+				Message: "The limit is not a number."})
+			return
+		}
+		body["limit"] = n
+	}
+	a := c.call(r, s, "POST", "/v1/quarantine/release", nil, body)
+	if !a.ok() {
+		c.refused(w, r, s, "quarantine", a)
+		return
+	}
+	done := fmt.Sprintf("Released %v, %v already stored (duplicates), %v still failing verification.",
+		a.body["released"], a.body["duplicates"], a.body["held"])
+	http.Redirect(w, r, "/console/quarantine?done="+url.QueryEscape(done), http.StatusSeeOther)
+}
+
+func (c *Console) quarantinePurge(w http.ResponseWriter, r *http.Request, s *session) {
+	q := url.Values{}
+	for _, k := range []string{"source_id", "id"} {
+		if v := r.PostFormValue(k); v != "" {
+			q.Set(k, v)
+		}
+	}
+	if at := r.PostFormValue("at"); at != "" {
+		q.Set("since", at)
+		q.Set("until", at)
+	}
+	a := c.call(r, s, "DELETE", "/v1/quarantine", q, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "quarantine", a)
+		return
+	}
+	done := fmt.Sprintf("Purged %v held hooks (%v bytes).", a.body["deleted"], a.body["bytes"])
+	http.Redirect(w, r, "/console/quarantine?done="+url.QueryEscape(done), http.StatusSeeOther)
+}
+
+func (c *Console) replays(w http.ResponseWriter, r *http.Request, s *session) {
+	a := c.call(r, s, "GET", "/v1/replays", nil, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "replays", a)
+		return
+	}
+	v := view{Title: "Replay jobs", Active: "replays", Data: map[string]any{"Jobs": a.body["jobs"],
+		"CanWrite": s.caller.Has(admin.ScopeReplaysWrite)}}
+	if n := r.URL.Query().Get("created"); n != "" {
+		v.Message = "Created " + n + " replay job(s)."
+	}
+	if st := r.URL.Query().Get("steered"); st != "" {
+		v.Message = "The job is now " + st + "."
+	}
+	c.render(w, r, http.StatusOK, "replays", s, v)
+}
+
+func (c *Console) steerReplay(w http.ResponseWriter, r *http.Request, s *session) {
+	action := r.PathValue("action")
+	if action != "pause" && action != "resume" && action != "cancel" {
+		c.render(w, r, http.StatusNotFound, "error", s, view{Title: "Not found", Message: "No such action."})
+		return
+	}
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		c.render(w, r, http.StatusBadRequest, "error", s, view{Title: "Bad request", Message: "Not a job id."})
+		return
+	}
+	a := c.call(r, s, "POST", "/v1/replays/"+id.String()+"/"+action, nil, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "replays", a)
+		return
+	}
+	st, _ := a.body["state"].(string)
+	http.Redirect(w, r, "/console/replays?steered="+url.QueryEscape(st), http.StatusSeeOther)
+}
+
+func (c *Console) audit(w http.ResponseWriter, r *http.Request, s *session) {
+	c.render(w, r, http.StatusOK, "audit", s, view{Title: "Audit log", Active: "audit"})
+}

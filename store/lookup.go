@@ -1,0 +1,103 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+)
+
+// lookupSlack is how far from its id's time a hook's neighbours in seq order may have been received: seqs are
+// handed out in commit order, which follows receipt up to the batching of the edge and the group commit.
+const lookupSlack = int64(60_000)
+
+// HookRecord is one stored hook found by id with the delivery rows it still has (a delivered row is deleted, so
+// a sink without a row here was delivered, or the hook was stored without it).
+type HookRecord struct {
+	Seq  uint64
+	Hook Hook
+	Rows []DeliveryRow
+}
+
+// FindHook finds the stored hook with id (ErrNotFound when the hooks CF holds none). The id is a UUIDv7 whose
+// first 48 bits are the receipt time, and seqs follow receipt, so it binary-searches the hooks CF by received_at
+// for the first hook received lookupSlack before the id's time and walks forward to lookupSlack after it: a few
+// dozen point reads and one short scan whatever the store holds. A hook committed long after its receipt (a
+// quarantine release, an archive replay) sits outside that window: then it scans the ids of the whole CF.
+func (db *DB) FindHook(id [16]byte) (HookRecord, error) {
+	var rec HookRecord
+	err := db.read(func() error {
+		at := int64(binary.BigEndian.Uint64(append([]byte{0, 0}, id[:6]...)))
+		it, done := db.boundedIter(cfHooks, nil, nil)
+		defer done()
+		// receivedAt reads the receipt time of the hook under it, or reports it exhausted.
+		receivedAt := func() (uint64, int64, bool) {
+			if !it.Valid() {
+				return 0, 0, false
+			}
+			k, v := it.Key().Data(), it.Value().Data()
+			if len(k) != HookKeyLen || len(v) < 25 || !knownHookVersion(v[0]) {
+				return 0, 0, false
+			}
+			return binary.BigEndian.Uint64(k), int64(binary.BigEndian.Uint64(v[17:25])), true
+		}
+		lo, hi := uint64(0), db.NextSeq()
+		for lo < hi {
+			mid := lo + (hi-lo)/2
+			it.Seek(AppendHookKey(nil, mid))
+			seq, r, ok := receivedAt()
+			switch {
+			case !ok:
+				hi = mid
+			case r < at-lookupSlack:
+				lo = seq + 1
+			default:
+				hi = mid
+			}
+		}
+		match := func(v []byte) bool { return len(v) >= 17 && bytes.Equal(v[1:17], id[:]) }
+		found := false
+		for it.Seek(AppendHookKey(nil, lo)); it.Valid(); it.Next() {
+			seq, r, ok := receivedAt()
+			if !ok || r > at+lookupSlack {
+				break
+			}
+			if match(it.Value().Data()) {
+				rec.Seq, found = seq, true
+				break
+			}
+		}
+		if !found {
+			for it.SeekToFirst(); it.Valid(); it.Next() {
+				if match(it.Value().Data()) {
+					rec.Seq, found = binary.BigEndian.Uint64(it.Key().Data()), true
+					break
+				}
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("cannot scan the hooks: %w", err)
+		}
+		if !found {
+			return fmt.Errorf("hook %x: %w", id, ErrNotFound)
+		}
+		h, err := DecodeHook(it.Value().Data())
+		if err != nil {
+			return fmt.Errorf("hook %d: %w", rec.Seq, err)
+		}
+		rec.Hook = h
+		rit, rdone := db.boundedIter(cfDeliveries, AppendHookKey(nil, rec.Seq), AppendHookKey(nil, rec.Seq+1))
+		defer rdone()
+		for rit.SeekToFirst(); rit.Valid(); rit.Next() {
+			row, err := DecodeDeliveryRow(rit.Value().Data())
+			if err != nil {
+				return fmt.Errorf("delivery row of hook %d: %w", rec.Seq, err)
+			}
+			rec.Rows = append(rec.Rows, row)
+		}
+		if err := rit.Err(); err != nil {
+			return fmt.Errorf("cannot read the delivery rows of hook %d: %w", rec.Seq, err)
+		}
+		return nil
+	})
+	return rec, err
+}
