@@ -260,6 +260,29 @@ type Source struct {
 	// replacing verify.secret (verify.public_key) for that tenant, so a hook signed for one tenant does not
 	// verify under another's URL. When set, its tenants are the source's allow-list. Default none.
 	TenantSecrets map[string]verify.Secrets `yaml:"tenant_secrets" config:"secret"`
+	// Handshake is the provider's subscription handshake the edge answers for this source without storing
+	// a hook (docs/providers.md): slack, zoom, twitter (implied by those verify presets), meta, dropbox,
+	// msgraph, or none. Default: the verify preset's own, else none.
+	Handshake string `yaml:"handshake"`
+	// HandshakeToken is Meta's verify token, compared in constant time with hub.verify_token (handshake
+	// meta, required there).
+	HandshakeToken verify.Secrets `yaml:"handshake_token" config:"secret"`
+}
+
+// Handshakes are the subscription handshakes a source may name (docs/providers.md).
+var Handshakes = []string{"none", "slack", "zoom", "twitter", "meta", "dropbox", "msgraph"}
+
+// HandshakeKind is the handshake a source answers: the one it names, else the one its verify preset
+// implies (slack, zoom, twitter), else "none".
+func (s Source) HandshakeKind() string {
+	if s.Handshake != "" {
+		return s.Handshake
+	}
+	switch s.Verify.Type {
+	case "slack", "zoom", "twitter":
+		return s.Verify.Type
+	}
+	return "none"
 }
 
 // SinkSpec is one entry of a source's sinks list. Its options are validated by the sink packages.

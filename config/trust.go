@@ -358,6 +358,7 @@ func validateSourceTrust(ps *problems, p string, s Source) {
 		checkRate(ps, join(p, "verify_failure_bytes"), *s.VerifyFailureBytes)
 	}
 	validateURLTenants(ps, p, s)
+	validateHandshake(ps, p, s)
 	hp := join(p, "store_headers")
 	if m := s.StoreHeaders.Mode; m != "" && !slices.Contains(storeHeaderModes, m) {
 		ps.oneOf(join(hp, "mode"), storeHeaderModes, m)
@@ -524,4 +525,28 @@ func (c *Config) validateFleet(ps *problems) {
 	positive(ps, "fleet.timeout_ms", f.TimeoutMS)
 	positive(ps, "fleet.breaker_failures", f.BreakerFailures)
 	positive(ps, "fleet.breaker_open_ms", f.BreakerOpenMS)
+}
+
+// validateHandshake checks handshake and handshake_token: a handshake that answers with the source's
+// signing secret (slack, zoom, twitter) needs that provider's verify preset, meta needs its verify token.
+func validateHandshake(ps *problems, p string, s Source) {
+	hp := join(p, "handshake")
+	kind := s.HandshakeKind()
+	if !slices.Contains(Handshakes, kind) {
+		ps.oneOf(hp, Handshakes, kind)
+		return
+	}
+	switch kind {
+	case "slack", "zoom", "twitter":
+		if s.Verify.Type != kind {
+			ps.add(hp, "%s needs verify.type %s: its answer is made with, or after a check of, that signature", kind, kind)
+		}
+	case "meta":
+		if len(s.HandshakeToken) != 1 || s.HandshakeToken[0] == "" {
+			ps.add(join(p, "handshake_token"), "required with handshake meta: the verify token set at Meta (one, non-empty)")
+		}
+	}
+	if kind != "meta" && len(s.HandshakeToken) > 0 {
+		ps.add(join(p, "handshake_token"), "only with handshake meta")
+	}
 }

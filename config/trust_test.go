@@ -55,6 +55,13 @@ func TestTrustRefusalsNameTheirKeyPath(t *testing.T) {
 		{src("tenant_secrets: {acme: s1}"), "sources.gh.tenant_secrets", "only for a source that verifies a signature"},
 		{src("verify: {type: github, secret: s}\ntenant_secrets: {acme: [s1, '']}"), "sources.gh.tenant_secrets.acme[1]", "must not be empty"},
 		{src("verify: {type: ed25519, public_key: " + edPub + "}\ntenant_secrets: {acme: not-a-key}"), "sources.gh.tenant_secrets.acme", "Ed25519 public key"},
+		// Provider handshakes (docs/providers.md) and the URL presets.
+		{src("handshake: slak"), "sources.gh.handshake", `must be one of none|slack|zoom|twitter|meta|dropbox|msgraph, got "slak"`},
+		{src("verify: {type: github, secret: s}\nhandshake: slack"), "sources.gh.handshake", "needs verify.type slack"},
+		{src("handshake: meta"), "sources.gh.handshake_token", "required with handshake meta"},
+		{src("handshake: dropbox\nhandshake_token: t"), "sources.gh.handshake_token", "only with handshake meta"},
+		{src("verify: {type: square, secret: s}"), "sources.gh.verify.public_url", "required"},
+		{src("verify: {type: twilio, secret: s, public_url: 'https://x.example/a?b=1'}"), "sources.gh.verify.public_url", "must not carry a query string"},
 		// on_verify_failure
 		{src("on_verify_failure: drop"), "sources.gh.on_verify_failure", `must be one of reject|quarantine|accept_flag, got "drop"`},
 		// dedupe

@@ -48,6 +48,9 @@ func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
 				e.writeReady(ctx)
 				return
 			}
+			if e.handshakeGET(ctx) {
+				return
+			}
 		}
 		writeRefusal(ctx, refuseNotFound)
 		return
@@ -136,7 +139,11 @@ type ending struct {
 	reason  string // the verification failure of a quarantined hook
 }
 
-const outcomeQuarantined = "quarantined"
+const (
+	outcomeQuarantined = "quarantined"
+	// outcomeHandshake: a provider handshake was answered (handshake.go); nothing was stored.
+	outcomeHandshake = "handshake"
+)
 
 // ingest runs the steps of one POST in the order the design fixes: everything that can
 // refuse before the body is read first, then the bounded read, then verification,
@@ -180,6 +187,9 @@ func (e *Edge) ingest(ctx *fasthttp.RequestCtx) {
 // the dedupe key, kept headers and tenant quota, the dedupe fast path, admission and
 // the commit.
 func (e *Edge) afterRead(rq *request) (ending, error) {
+	if done, err := e.handshakePOST(rq); done {
+		return ending{outcome: outcomeHandshake}, err
+	}
 	if end, err := e.verifyTrust(rq); end.outcome != "" || err != nil {
 		return end, err
 	}

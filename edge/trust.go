@@ -42,6 +42,8 @@ type Trust struct {
 	urlTenants map[string]string
 	// tenantVerifiers holds the verifiers of tenant_secrets, by URL tenant; nil = Verifier for all.
 	tenantVerifiers map[string]verify.Verifier
+	// handshake answers the provider's subscription handshake; nil = none (handshake.go).
+	handshake *handshake
 }
 
 // NewTrust builds a source's trust bundle. Errors wrap ErrBadTrust, or the verifier's *verify.SpecError
@@ -58,6 +60,7 @@ func NewTrust(src config.Source) (*Trust, error) {
 		Headers:        NewHeaderPolicy(src.StoreHeaders, src.Verify.CredentialHeaders()),
 		TrustURLTenant: src.TrustURLTenant,
 		PeerCert:       src.Verify.Type == "client_cert",
+		handshake:      newHandshake(src),
 	}
 	t.verifies = src.Verify.Type != "" && src.Verify.Type != "none"
 	for _, name := range src.URLTenants {

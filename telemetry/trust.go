@@ -10,6 +10,7 @@ type TrustMetrics struct {
 	QuotaRefused   *prometheus.CounterVec // source_id, quota
 	// FleetDegraded is 1 while the fleet store's breaker is open and the node limits and dedupes alone.
 	FleetDegraded prometheus.Gauge
+	Handshakes    *prometheus.CounterVec // source_id, kind, result
 }
 
 func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetrics {
@@ -30,7 +31,11 @@ func newTrustMetrics(reg *prometheus.Registry, l prometheus.Labels) *TrustMetric
 	m.FleetDegraded = prometheus.NewGauge(prometheus.GaugeOpts{Name: "ankusa_fleet_limiter_degraded",
 		Help: "1 while the fleet store (rate_limits.scope or dedupe.scope fleet) is out of the path and the node " +
 			"limits and dedupes alone, else 0.", ConstLabels: l})
-	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited, m.QuotaRefused, m.FleetDegraded)
+	m.Handshakes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_handshakes_total",
+		Help: "Provider subscription handshakes answered at the edge (result answered) or refused (result refused: " +
+			"the check the provider allows failed, or the value to echo was not echoable), by source and kind.", ConstLabels: l},
+		[]string{"source_id", "kind", "result"})
+	reg.MustRegister(m.VerifyFailures, m.WeakHash, m.RateLimited, m.QuotaRefused, m.FleetDegraded, m.Handshakes)
 	return m
 }
 
@@ -63,4 +68,10 @@ func (t *Telemetry) FleetDegraded(degraded bool) {
 		v = 1
 	}
 	t.Metrics.Trust.FleetDegraded.Set(v)
+}
+
+// Handshake records a provider subscription handshake of a configured source: result is "answered" or
+// "refused"; kind is one of config.Handshakes, so the series stay bounded.
+func (t *Telemetry) Handshake(source, kind, result string) {
+	t.Metrics.Trust.Handshakes.WithLabelValues(source, kind, result).Inc()
 }

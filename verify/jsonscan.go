@@ -123,3 +123,10 @@ func valueEnd(b []byte, i int) (int, bool) {
 	}
 	return j, true
 }
+
+// JSONField is jsonField for the edge's handshakes: the raw value of a top-level member, without
+// allocating.
+func JSONField(b []byte, key string) ([]byte, bool) { return jsonField(b, key) }
+
+// JSONStringValue is jsonStringValue: the contents of an escape-free JSON string (or bare integer).
+func JSONStringValue(v []byte) ([]byte, bool) { return jsonStringValue(v) }
