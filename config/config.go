@@ -34,6 +34,7 @@ type Config struct {
 	MaxBodyBytes int64    `yaml:"max_body_bytes"`
 	Admin        Admin    `yaml:"admin"`
 	WAL          WAL      `yaml:"wal"`
+	Intake       Intake   `yaml:"intake"`
 	Batcher      Batcher  `yaml:"batcher"`
 	Listener     Listener `yaml:"listener"`
 	Dispatch     Dispatch `yaml:"dispatch"`
@@ -171,6 +172,22 @@ type Audit struct {
 	// RetentionDays: rows older than this are pruned (never one the lifecycle publisher has not passed).
 	// Default 365; > 0.
 	RetentionDays int `yaml:"retention_days"`
+}
+
+// Intake is the intake log of wal.type dual: a replicated Kafka topic every commit group is confirmed in
+// before its 201.
+type Intake struct {
+	Brokers []string `yaml:"brokers"` // seed brokers; required under wal.type dual
+	Topic   string   `yaml:"topic"`   // default "ankusa-intake"; created by the operator (RF 3, min.insync.replicas 2)
+	// NodeID is this node's identity in the log; a replacement node reuses the lost node's. Default: node.id,
+	// else the instance name.
+	NodeID              string `yaml:"node_id"`
+	BreakerFailures     int    `yaml:"breaker_failures"`      // default 3; > 0
+	RetryAfterS         int    `yaml:"retry_after_s"`         // default 2; > 0
+	PublishTimeoutMS    int    `yaml:"publish_timeout_ms"`    // default 5000; > 0
+	ReconcileIntervalMS int    `yaml:"reconcile_interval_ms"` // default 1000; > 0
+	MaxInflight         int    `yaml:"max_inflight"`          // default 8; groups awaiting their confirm; > 0
+	MaxRecordBytes      int    `yaml:"max_record_bytes"`      // default 900000; a group is split into records of at most this; >= 65536
 }
 
 // Health tunes the readiness checks (/ready).

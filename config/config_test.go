@@ -305,6 +305,7 @@ log: {level: debug}
 http: {port: 1111}
 admin: {ip: 127.0.0.1, port: 2222}
 wal: {type: disk}
+intake: {brokers: ["127.0.0.1:9092"]}
 ` + okSource
 	env := map[string]string{
 		"ANKUSA_INSTANCE":   "fromenv",
@@ -361,6 +362,8 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		MaxBodyBytes: 8_000_000,
 		Admin:        Admin{Enabled: true, IP: "127.0.0.1", Port: 4002},
 		WAL:          WAL{Type: "disk", PublishTimeoutMS: 8000},
+		Intake: Intake{Topic: "ankusa-intake", BreakerFailures: 3, RetryAfterS: 2, PublishTimeoutMS: 5000,
+			ReconcileIntervalMS: 1000, MaxInflight: 8, MaxRecordBytes: 900_000},
 		Batcher: Batcher{Partitions: 2, MaxBatch: 256, MaxQueue: 10_000, MaxQueueBytes: 268_435_456,
 			MaxCommits: 64, GroupCommitMaxBytes: 4 << 20, GroupCommitMaxRecords: 4096, RecordDeadlineMS: 15_000},
 		Listener: Listener{DrainDelayMS: 5000, DrainTimeoutMS: 30_000},

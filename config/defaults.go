@@ -36,6 +36,8 @@ func Default() *Config {
 		MaxBodyBytes: defaultMaxBodyBytes,
 		Admin:        Admin{Enabled: true, IP: "127.0.0.1", Port: 4002},
 		WAL:          WAL{Type: WALDisk, PublishTimeoutMS: 8000},
+		Intake: Intake{Topic: "ankusa-intake", BreakerFailures: 3, RetryAfterS: 2, PublishTimeoutMS: 5000,
+			ReconcileIntervalMS: 1000, MaxInflight: 8, MaxRecordBytes: 900_000},
 		Batcher: Batcher{
 			Partitions:            2,
 			MaxBatch:              256,

@@ -294,10 +294,21 @@ func keyPrefixProblem(p string) string {
 	return ""
 }
 
-// NodeID is node.id, or the instance name when it is unset.
+// IntakeNodeID is this node's identity in the intake log: intake.node_id, else NodeID.
+func (c *Config) IntakeNodeID() string {
+	if c.Intake.NodeID != "" {
+		return c.Intake.NodeID
+	}
+	return c.NodeID()
+}
+
+// NodeID is node.id, else intake.node_id, else the instance name.
 func (c *Config) NodeID() string {
 	if c.Node.ID != "" {
 		return c.Node.ID
+	}
+	if c.Intake.NodeID != "" {
+		return c.Intake.NodeID
 	}
 	return c.Instance
 }

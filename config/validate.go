@@ -97,6 +97,7 @@ func (c *Config) validate(ps *problems) {
 		ps.oneOf("wal.type", walTypes, c.WAL.Type)
 	}
 	positive(ps, "wal.publish_timeout_ms", c.WAL.PublishTimeoutMS)
+	c.validateIntake(ps)
 
 	b := c.Batcher
 	if b.Partitions < 1 || b.Partitions > 64 {
@@ -327,4 +328,46 @@ func (c *Config) validatePrincipals(ps *problems) {
 			}
 		}
 	}
+}
+
+// validateIntake checks the intake section; brokers are required only under wal.type dual.
+func (c *Config) validateIntake(ps *problems) {
+	in := c.Intake
+	if c.WAL.Type == WALDual && len(in.Brokers) == 0 {
+		ps.add("intake.brokers", "wal.type dual needs at least one broker")
+	}
+	for i, b := range in.Brokers {
+		if b == "" {
+			ps.mustBe("intake.brokers["+strconv.Itoa(i)+"]", "host:port", quote(b))
+		}
+	}
+	if in.Topic == "" {
+		ps.mustBe("intake.topic", "a topic name", quote(in.Topic))
+	}
+	if in.NodeID != "" && !validNodeID(in.NodeID) {
+		ps.mustBe("intake.node_id", "[A-Za-z0-9._=-]{1,128}", quote(in.NodeID))
+	}
+	positive(ps, "intake.breaker_failures", in.BreakerFailures)
+	positive(ps, "intake.retry_after_s", in.RetryAfterS)
+	positive(ps, "intake.publish_timeout_ms", in.PublishTimeoutMS)
+	positive(ps, "intake.reconcile_interval_ms", in.ReconcileIntervalMS)
+	positive(ps, "intake.max_inflight", in.MaxInflight)
+	if in.MaxRecordBytes < 65536 {
+		ps.mustBe("intake.max_record_bytes", ">= 65536", in.MaxRecordBytes)
+	}
+}
+
+// validNodeID: a node id becomes part of object keys and log records.
+func validNodeID(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '=', r == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

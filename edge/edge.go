@@ -100,6 +100,8 @@ type Health struct {
 	sinks atomic.Pointer[Publisher]
 	// backupFresh, when set (backup.require_fresh), reports whether the last backup is recent enough.
 	backupFresh atomic.Pointer[func(time.Time) bool]
+	// intake, when set (wal.type dual), makes /ready 503 while recovery runs or the breaker is open.
+	intake atomic.Pointer[IntakeState]
 }
 
 // RequireFreshBackup makes /ready 503 backup_stale while fresh(now) is false.
@@ -128,6 +130,9 @@ func (h *Health) Ready(now time.Time) (ok bool, status, store string) {
 		return false, "unavailable", h.storeNotReady()
 	case h.notAccepting.Load():
 		return false, "not_accepting", "ok"
+	}
+	if r := h.intakeNotReady(); r != "" {
+		return false, r, "ok"
 	}
 	if p := h.sinks.Load(); p != nil && p.anyFailing(now) {
 		return false, "unavailable", "ok"
@@ -170,6 +175,9 @@ type Edge struct {
 	direct *Publisher
 	// fleet is the fleet store under rate_limits.scope or dedupe.scope fleet; nil otherwise (fleet.go).
 	fleet *fleet.Store
+	// intake is the intake log under wal.type dual (intake.go); nil otherwise.
+	intake           IntakeState
+	intakeRetryAfter int
 
 	batchers []*actor.PID
 	parts    []partition

@@ -410,10 +410,15 @@ func (e *Edge) seenBefore(rq *request) (ending, error) {
 	if db == nil {
 		return ending{}, nil
 	}
+	if e.intake != nil && e.intake.Recovering() {
+		return ending{}, refuseRecovering
+	}
 	orig, dup, err := db.LookupDedupe(rq.tenant, rq.src.ID, rq.dedupeKey, rq.start)
 	switch {
 	case err != nil:
 		return ending{}, fmt.Errorf("%w: %w", errDedupeLookup, err)
+	case dup && e.intake != nil && e.intake.PendingID(orig):
+		return ending{}, e.intakeRefusal(store.ErrIntakePending)
 	case dup:
 		return ending{outcome: telemetry.OutcomeDuplicate, id: orig}, nil
 	}
@@ -494,6 +499,9 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 		var quota *store.DedupeQuotaError
 		if errors.As(res.Err, &quota) {
 			e.tel.QuotaRefused(src.ID, quota.Scope)
+		}
+		if e.intake != nil {
+			return ending{}, e.intakeRefusal(res.Err)
 		}
 		return ending{}, res.Err
 	case res.Duplicate:
@@ -629,6 +637,13 @@ func (e *Edge) writeReady(ctx *fasthttp.RequestCtx) {
 	body := `{"status":"` + status + `","instance":` + jsonString(e.set.Instance) + `,"store":"` + st + `"`
 	if watched, failing := e.health.Sinks(time.Now()); watched {
 		body += sinksCheckJSON(failing)
+	}
+	if e.health.intake.Load() != nil {
+		if r := e.health.intakeNotReady(); r != "" {
+			body += `,"intake":"failing","reasons":{"intake":"` + r + `"}`
+		} else {
+			body += `,"intake":"ok"`
+		}
 	}
 	ctx.SetBodyString(body + "}")
 }

@@ -20,7 +20,7 @@ import (
 var builtRoles = []string{config.RoleClaimCheck, config.RoleDispatch, config.RoleEdge, config.RoleStorage}
 
 // Check reports every part of cfg that this build cannot run, each with its key path: a
-// wal.type other than disk or none, a role nothing here builds, a sink type no sink package
+// wal.type other than disk, dual or none, a role nothing here builds, a sink type no sink package
 // registers, sink options the sink refuses, sources the edge cannot compile. New refuses
 // with it (so serve does) and check-config calls it, so the two never disagree. Under
 // wal.type none every source needs a sink whose Durable() is true. The error
@@ -30,8 +30,8 @@ func Check(cfg *config.Config) error {
 	add := func(path, format string, args ...any) {
 		ps = append(ps, config.Problem{Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
-	if cfg.WAL.Type != config.WALDisk && cfg.WAL.Type != config.WALNone {
-		add("wal.type", "this build runs disk and none, got %q (dual needs the intake log)", cfg.WAL.Type)
+	if !slices.Contains([]string{config.WALDisk, config.WALDual, config.WALNone}, cfg.WAL.Type) {
+		add("wal.type", "this build runs disk, dual and none, got %q", cfg.WAL.Type)
 	}
 	for i, r := range cfg.Node.Roles {
 		if !slices.Contains(builtRoles, r) {

@@ -18,6 +18,7 @@ import (
 	"github.com/ankusa-go/ankusa/dispatch"
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/fleet"
+	"github.com/ankusa-go/ankusa/intake"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 	"github.com/ankusa-go/ankusa/storage"
@@ -61,6 +62,8 @@ type Instance struct {
 	disp   *dispatch.Dispatcher
 	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
 	fleet  *fleet.Store    // rate_limits.scope or dedupe.scope fleet: the shared Redis
+	dual   *intake.Dual    // wal.type dual: the intake log's committer, reconciler and recovery
+	ilog   *intake.Log
 	kill   *actors.Kill
 	tree   *supervision.Tree
 	blob   blob.Store // the storage role's blob store
@@ -206,6 +209,13 @@ func (i *Instance) Start() error {
 			p.SetClaimCheck(claim)
 			i.edge.SetPublisher(p)
 		}
+		if cfg.WAL.Type == config.WALDual {
+			if err := i.prepareIntake(); err != nil {
+				i.system.Shutdown()
+				return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+			}
+			i.edge.SetIntake(i.dual, cfg.Intake.RetryAfterS)
+		}
 		children = append(children, supervision.ChildSpec{
 			Name: edge.SubtreeName, Props: supervision.NewProps(i.edgeChildren(), i.supervisionOptions()), Domain: "core",
 		})
@@ -281,9 +291,16 @@ func (i *Instance) Start() error {
 			i.pub.Close()
 		}
 		i.closeFleet()
+		if i.ilog != nil {
+			i.ilog.Close()
+		}
 		return fmt.Errorf("instance %s: cannot start: %w", cfg.Instance, err)
 	}
 	i.tree = tree
+	if i.dual != nil {
+		// The store is open: recovery replays the log, then the reconciler runs; nothing is served before.
+		i.dual.Start()
+	}
 	if cfg.Debug.KillFile != "" {
 		i.watchKillFile(&i.debug)
 	}
@@ -307,7 +324,7 @@ func (i *Instance) edgeChildren() []supervision.ChildSpec {
 	writer := edge.WriterPID(i.system, cfg.Instance)
 	specs := []supervision.ChildSpec{{
 		Name: edge.WriterName, Domain: "core",
-		Props: i.withKill(store.NewWriterProps(dbRef{i}, store.WriterOptions{
+		Props: i.withKill(store.NewWriterProps(i.committer(), store.WriterOptions{
 			GroupMaxBytes:   cfg.Batcher.GroupCommitMaxBytes,
 			GroupMaxRecords: cfg.Batcher.GroupCommitMaxRecords,
 			OnCommit:        i.onCommit,
@@ -380,6 +397,9 @@ func (i *Instance) withKill(p *actor.Props) *actor.Props {
 }
 
 func (i *Instance) onCommit(c store.CommitInfo) {
+	if errors.Is(c.Err, store.ErrIntakeUnavailable) || errors.Is(c.Err, store.ErrRecovering) {
+		return // refused before the store was touched (wal.type dual): not a store failure
+	}
 	class := ""
 	if c.Err != nil {
 		i.storeWriteFailed(time.Now())
@@ -414,6 +434,9 @@ func (i *Instance) Drain(ctx context.Context) error {
 func (i *Instance) Stop() error {
 	i.stopOnce.Do(func() {
 		i.debug.Stop()
+		if i.dual != nil {
+			i.dual.Stop() // the reconciler; the writer's groups still await their confirms below
+		}
 		if i.tree != nil {
 			// A request in flight waits at most its record deadline, or under wal.type none its
 			// publish deadline.
@@ -434,6 +457,9 @@ func (i *Instance) Stop() error {
 			i.pub.Close() // after the listener stopped: no request publishes any more
 		}
 		i.closeFleet()
+		if i.ilog != nil {
+			i.ilog.Close() // after the writer stopped: no group awaits a confirm any more
+		}
 		i.log.Info().Msg("instance stopped")
 	})
 	return i.stopErr

@@ -158,6 +158,7 @@ type DB struct {
 	// seen maps the dedupe scopes committed earlier in the group being built to their hook ids: the first
 	// occurrence of a key wins within a group as across groups.
 	seen                                        map[DedupeScope][16]byte
+	extra                                       CommitExtra // what CommitHooksWith adds to the commit in progress
 	dedupeMax, dedupeMaxTenant, dedupeMaxSource int64
 
 	// cmu is held by every write that changes a counter, from reading the counters it starts from until its
@@ -540,6 +541,11 @@ func (db *DB) NextSeq() uint64 { return db.nextSeq.Load() }
 // Seqs are dense over the committed records of a call and strictly increasing across calls and restarts; a
 // failed write burns its seqs. Concurrent callers are serialised.
 func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
+	return db.commitHooks(recs, CommitExtra{})
+}
+
+// commitHooks is CommitHooks with a dual commit's additions (x, zero for none).
+func (db *DB) commitHooks(recs []*Record, x CommitExtra) (first uint64, err error) {
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
 	db.cmu.Lock()
@@ -551,6 +557,10 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 	}
 	if len(recs) == 0 {
 		return db.nextSeq.Load(), nil
+	}
+	if x.Pending || x.BeforeWrite != nil {
+		db.extra = x
+		defer func() { db.extra = CommitExtra{} }()
 	}
 	return db.commitLocked(recs, nil)
 }
@@ -598,6 +608,9 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 		pen = db.penReleaseLocked(wb, rel)
 	}
 
+	if rel == nil && (db.extra.Pending || db.extra.BeforeWrite != nil) {
+		db.addExtraLocked(wb, recs)
+	}
 	if f := db.faults; f != nil && f.BeforeCommit != nil {
 		if err := f.BeforeCommit(); err != nil {
 			db.ed.reset()

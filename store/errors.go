@@ -30,6 +30,15 @@ var (
 	// ErrQuarantineFull refuses a PutQuarantine whose entries would take the pen past quarantine.max_bytes
 	// (503 quarantine_full); nothing of it was written and no held entry was evicted.
 	ErrQuarantineFull = errors.New("store: quarantine pen full")
+	// ErrIntakeUnavailable (wal.type dual) refuses a record the intake log did not confirm, or whose group met
+	// an open intake breaker before either half was touched (503 intake_unavailable).
+	ErrIntakeUnavailable = errors.New("store: intake log unavailable")
+	// ErrIntakePending (wal.type dual) answers a retry whose original is held unconfirmed in the pending set
+	// (503 intake_pending); nothing of it was written.
+	ErrIntakePending = errors.New("store: original hook not yet confirmed in the intake log")
+	// ErrRecovering (wal.type dual) refuses every record while boot recovery replays the intake log (503
+	// recovering).
+	ErrRecovering = errors.New("store: intake recovery in progress")
 	// errOutcomeUnset answers a record its committer returned without an Outcome: a broken Committer, never a
 	// 2xx for a record nobody said was written.
 	errOutcomeUnset = errors.New("store: committer set no outcome for the record")

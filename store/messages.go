@@ -76,4 +76,7 @@ type Batch struct {
 type BatchDone struct{ Partition, Records int }
 
 // groupCommitted is sent by a commit task to the writer that started it.
-type groupCommitted struct{ gen uint64 }
+type groupCommitted struct {
+	gen      uint64
+	detached bool // the task kept the group (it awaits a confirm): the writer takes a new one
+}

@@ -18,6 +18,15 @@ type Committer interface {
 	CommitHooks(recs []*Record) (uint64, error)
 }
 
+// ConfirmingCommitter is a Committer whose commit has a second half (wal.type dual: the intake log's confirm).
+// CommitHooksConfirm returns once the local synced write returned; confirm, when not nil, then waits for the
+// second half and returns the error every committed record is to be answered with instead (nil: both halves
+// hold). A non-nil err answers the whole group, as CommitHooks' does.
+type ConfirmingCommitter interface {
+	Committer
+	CommitHooksConfirm(recs []*Record) (confirm func() error, err error)
+}
+
 // WriterOptions configures the writer actor.
 type WriterOptions struct {
 	GroupMaxBytes   int64            // batcher.group_commit_max_bytes: sum of Value sizes in one group (<= 0: no bound)
@@ -45,8 +54,9 @@ type CommitInfo struct {
 // answers each record from that task.
 //
 // Invariants:
-//  1. At most one group of an incarnation is in flight; Receive never blocks on it (only Stopping waits for
-//     it, so a stop never leaves a synced write running behind it).
+//  1. At most one group of an incarnation is in its local write; Receive never blocks on it (only Stopping
+//     waits for it, so a stop never leaves a synced write running behind it). Under a ConfirmingCommitter the
+//     groups whose local write returned may still await their confirm, each in its own task, answered by it.
 //  2. A record joins a group only by winning the CAS Waiting→Started; an expired record is never committed and
 //     gets no seq. A started record is always answered, by the task that commits it, even if the writer stops
 //     or restarts meanwhile.
@@ -170,7 +180,11 @@ func (w *writer) Receive(ctx actor.Context) {
 			return // a predecessor's group: its task already answered everyone
 		}
 		w.inflight = 0
-		w.g.reset()
+		if m.detached {
+			w.g = &group{} // the task still answers from the old one
+		} else {
+			w.g.reset()
+		}
 		w.startGroup(ctx)
 	case *actor.Restarting:
 		w.failQueued(ctx)
@@ -251,6 +265,10 @@ func (w *writer) fits(g *group, b *Batch) bool {
 // BatchDone, then the completion message to the writer. It touches no writer state.
 func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
 	start := time.Now()
+	if cc, ok := w.db.(ConfirmingCommitter); ok {
+		w.commitConfirm(root, self, g, cc, start)
+		return
+	}
 	_, err := commitRecovered(w.db, g.recs)
 	for i, p := range g.pendings {
 		answer(w.opts.Log, p, resultOf(g.recs[i], err))
@@ -262,6 +280,43 @@ func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
 		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
 	}
 	root.Send(self, &groupCommitted{gen: g.gen})
+}
+
+// commitConfirm is the commit task of a two-half commit: once the local write returned, the writer is told (a
+// message, not a wait) so the next group commits while this one waits for its confirm; the task keeps g and
+// answers its records when the confirm is in.
+func (w *writer) commitConfirm(root *actor.RootContext, self *actor.PID, g *group, cc ConfirmingCommitter, start time.Time) {
+	var confirm func() error
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				confirm, err = nil, fmt.Errorf("store: commit panicked: %v", r)
+			}
+		}()
+		confirm, err = cc.CommitHooksConfirm(g.recs)
+		return err
+	}()
+	root.Send(self, &groupCommitted{gen: g.gen, detached: true})
+	if err == nil && confirm != nil {
+		err = confirm()
+		if err != nil {
+			for _, r := range g.recs {
+				if r.Outcome.Status == OutcomeCommitted {
+					r.Outcome = Outcome{Status: OutcomeRefused, Err: err}
+				}
+			}
+			err = nil
+		}
+	}
+	for i, p := range g.pendings {
+		answer(w.opts.Log, p, resultOf(g.recs[i], err))
+	}
+	for _, b := range g.batches {
+		sendBatchDone(root, b)
+	}
+	if w.opts.OnCommit != nil {
+		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
+	}
 }
 
 // commitRecovered turns a panic in the committer into an error for this group's callers: whether anything was

@@ -43,6 +43,8 @@ type Metrics struct {
 	Storage  *StorageMetrics
 	// ClaimCheck counts claim check-ins, gateway reads and retention sweeps.
 	ClaimCheck *ClaimCheckMetrics
+	// Intake holds the intake log's series (wal.type dual).
+	Intake *IntakeMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -112,6 +114,7 @@ func newMetrics(instance string) *Metrics {
 	m.Storage = newStorageMetrics(reg, l)
 	m.Backup = newBackupMetrics(reg, l)
 	m.ClaimCheck = newClaimCheckMetrics(reg, l)
+	m.Intake = newIntakeMetrics(reg, l)
 	return m
 }
 

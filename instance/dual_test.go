@@ -1,0 +1,197 @@
+package instance_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/intake"
+	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
+)
+
+const intakeTopic = "ankusa-intake"
+
+// newIntakeCluster is a three-broker kfake cluster seeded with the intake topic; it closes when the test ends.
+func newIntakeCluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, intakeTopic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// withDual runs wal.type dual against brokers, with a deduped source "sample" (key: header X-Event-Id).
+func withDual(brokers []string, node string) func(*config.Config) {
+	return func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.WAL.Type = config.WALDual
+		cfg.Intake.Brokers = brokers
+		cfg.Intake.NodeID = node
+		cfg.Intake.BreakerFailures = 2
+		cfg.Intake.PublishTimeoutMS = 1000
+		cfg.Intake.ReconcileIntervalMS = 100
+		src := fixture.LogSource("default", 1)
+		src.Dedupe = &config.DedupeSpec{Header: "X-Event-Id", TTLSeconds: 3600}
+		cfg.Sources = map[string]config.Source{"sample": src}
+	}
+}
+
+type answer struct {
+	status     int
+	reason, id string
+	duplicate  bool
+	retryAfter string
+}
+
+func postEvent(t *testing.T, inst *instance.Instance, event string) answer {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+inst.IngestAddr()+"/webhooks/sample", strings.NewReader(`{"event":"`+event+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Event-Id", event)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var b struct {
+		Reason    string `json:"error"`
+		ID        string `json:"id"`
+		Duplicate bool   `json:"duplicate"`
+	}
+	_ = json.Unmarshal(body, &b)
+	return answer{status: resp.StatusCode, reason: b.Reason, id: b.ID, duplicate: b.Duplicate, retryAfter: resp.Header.Get("Retry-After")}
+}
+
+func waitRecovered(t *testing.T, inst *instance.Instance) {
+	t.Helper()
+	poll.True(t, 20*time.Second, "intake recovery done", func() bool { return !inst.Intake().Recovering() })
+}
+
+// loggedIDs reads the intake topic back and returns the hook ids of node's records (hex), with how often each
+// occurs.
+func loggedIDs(t *testing.T, brokers []string, node string) map[string]int {
+	t.Helper()
+	l, err := intake.NewLog(intake.LogOptions{Brokers: brokers, Topic: intakeTopic, Node: node, PublishTimeout: 5 * time.Second, MaxRecordBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ids := map[string]int{}
+	_, err = l.Read(ctx, nil, func(_ int32, _ int64, v []byte) error {
+		r, err := intake.DecodeRecord(v)
+		if err != nil {
+			return err
+		}
+		if r.Node == node {
+			for _, e := range r.Entries {
+				ids[fmt.Sprintf("%x", e.ID)]++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func hexID(id string) string { return strings.ReplaceAll(id, "-", "") }
+
+// TestNoAckWithoutIntakeConfirm proves the dual guarantee (design: "The log never gives up an ack silently: a
+// node that cannot confirm in it answers 503 intake_unavailable and acks nothing, never 'disk only'. A hook
+// that half-persists ... is carried to completion by a reconciler, not undone"; inventory E.7: "retry sees 503
+// intake_pending, then 201 duplicate"): with the log's brokers refusing every produce, no request gets a 2xx;
+// the first ones are synced here and held pending, then the open breaker refuses before either half is
+// touched; a retry of a held hook is intake_pending; when the brokers return the reconciler publishes every
+// held hook, and the retry is 201 duplicate with the first id.
+func TestNoAckWithoutIntakeConfirm(t *testing.T) {
+	c := newIntakeCluster(t)
+	brokers := c.ListenAddrs()
+	inst := start(t, "dual", withDual(brokers, "node-a"))
+	waitRecovered(t, inst)
+
+	var acked []string
+	for i := range 5 {
+		a := postEvent(t, inst, fmt.Sprintf("ok-%d", i))
+		if a.status != http.StatusCreated {
+			t.Fatalf("healthy log: post %d = %+v", i, a)
+		}
+		acked = append(acked, a.id)
+	}
+
+	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: intakeTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+	var held []string // events synced here whose publish failed
+	refusedBefore := 0
+	for i := range 6 {
+		ev := fmt.Sprintf("down-%d", i)
+		next := inst.Store().NextSeq()
+		a := postEvent(t, inst, ev)
+		if a.status/100 == 2 {
+			t.Fatalf("brokers down: post %s answered %+v", ev, a)
+		}
+		if a.status != http.StatusServiceUnavailable || a.reason != "intake_unavailable" || a.retryAfter != "2" {
+			t.Fatalf("brokers down: post %s = %+v, want 503 intake_unavailable Retry-After 2", ev, a)
+		}
+		if inst.Store().NextSeq() == next {
+			refusedBefore++ // the breaker refused before either half was touched
+		} else {
+			held = append(held, ev)
+		}
+	}
+	t.Logf("brokers down: 6 posts, 0 acked, %d held (synced here, not confirmed), %d refused by the open breaker before either half", len(held), refusedBefore)
+	if len(held) != 2 || refusedBefore != 4 {
+		t.Fatalf("held %d, refused before touching %d; want 2 and 4 (intake.breaker_failures 2)", len(held), refusedBefore)
+	}
+	if n := inst.Intake().PendingCount(); n != len(held) {
+		t.Fatalf("pending set holds %d, want %d", n, len(held))
+	}
+	if g := testutil.ToFloat64(inst.Telemetry().Metrics.Intake.Ready); g != 0 {
+		t.Fatalf("ankusa_intake_ready = %v with the breaker open", g)
+	}
+	if a := postEvent(t, inst, held[0]); a.status != http.StatusServiceUnavailable || a.reason != "intake_pending" {
+		t.Fatalf("retry of a held hook = %+v, want 503 intake_pending", a)
+	}
+
+	h.Remove()
+	poll.True(t, 20*time.Second, "pending set empty, breaker closed", func() bool { return inst.Intake().PendingCount() == 0 && inst.Intake().Ready() })
+	for _, ev := range held {
+		a := postEvent(t, inst, ev)
+		orig, ok, err := inst.Store().LookupDedupe("default", "sample", ev, time.Now())
+		if err != nil || !ok {
+			t.Fatalf("dedupe key of %s: %v %v", ev, ok, err)
+		}
+		if a.status != http.StatusCreated || !a.duplicate || hexID(a.id) != fmt.Sprintf("%x", orig) {
+			t.Fatalf("retry of %s after the reconciler = %+v, want 201 duplicate of %x", ev, a, orig)
+		}
+		acked = append(acked, a.id)
+	}
+	logged := loggedIDs(t, brokers, "node-a")
+	for _, id := range acked {
+		if logged[hexID(id)] == 0 {
+			t.Fatalf("acked hook %s is not in the intake log", id)
+		}
+	}
+	t.Logf("brokers back: reconciler completed %d held hooks; %d acked hooks, all %d in the intake log; ankusa_intake_pending_records=%v",
+		len(held), len(acked), len(acked), testutil.ToFloat64(inst.Telemetry().Metrics.Intake.PendingRecords))
+}
