@@ -84,6 +84,10 @@ func (e *Edge) dedupeAndCommit(rq *request) (ending, error) {
 // left to the pending TTL: until then a retry is 409 dedupe_pending, never a second hook.
 func (e *Edge) settleClaim(c fleet.Claim, rq *request, end ending, err error) {
 	switch {
+	case err != nil && e.intake != nil && e.intake.PendingID(rq.id):
+		// Half-persisted under wal.type dual: the hook is held and will be completed, never undone, so its
+		// claim stays pending (a retry elsewhere is 409 dedupe_pending) until its pending TTL.
+		return
 	case err != nil:
 		err = e.fleet.Release(c, rq.id)
 	case end.outcome == telemetry.OutcomeCommitted || end.outcome == telemetry.OutcomeDuplicate:
