@@ -385,7 +385,7 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		Store: Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
 		// Inventory B.3 storage, backup and claim_check rows; verify_interval_ms is unpublished (ours: hourly).
 		Storage: Storage{Type: "local", S3: S3{Region: "us-east-1"}, RollBytes: 16 << 20, RollMS: 30_000,
-			IntervalMS: 1000, Codec: "raw"},
+			IntervalMS: 1000, PacePercent: 25, MaxLagSegments: 4, MaxLagMS: 60_000, Codec: "raw"},
 		Backup:     Backup{IntervalMS: 60_000, Keep: 3, VerifyIntervalMS: 3_600_000},
 		ClaimCheck: ClaimCheck{IP: "127.0.0.1", Port: 4001, PackMaxBytes: 16 << 20, SweepIntervalMS: 3_600_000},
 		// Inventory B.3 health.sink_error_window_ms: "?", ours.

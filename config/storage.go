@@ -52,6 +52,14 @@ type Storage struct {
 	RollMS int `yaml:"roll_ms"`
 	// IntervalMS is the compactor's tick (default 1000); a failed tick backs off ×2, jittered, up to 60 s.
 	IntervalMS int `yaml:"interval_ms"`
+	// PacePercent (default 25; 100 = never paced): while hooks are being committed and the archive backlog is
+	// within max_lag_segments and max_lag_ms, the compactor works at most this share of the time, pausing after
+	// each compaction, so it yields the cores (and the disk) to ingest.
+	PacePercent int `yaml:"pace_percent"`
+	// MaxLagSegments (default 4): a backlog of this many roll_bytes segments makes the compactor run flat out.
+	MaxLagSegments int `yaml:"max_lag_segments"`
+	// MaxLagMS (default 60_000): a backlog whose oldest hooks are this old makes the compactor run flat out.
+	MaxLagMS int `yaml:"max_lag_ms"`
 	// Codec of segment records: raw (the only one).
 	Codec string `yaml:"codec"`
 	// CatalogueRetentionDays (default 0 = forever): older segments are hidden from fetch and replay.
@@ -117,12 +125,15 @@ const ScopeClaimsRead = "claims:read"
 
 func defaultStorage() Storage {
 	return Storage{
-		Type:       BlobLocal,
-		S3:         S3{Region: "us-east-1"},
-		RollBytes:  16 << 20,
-		RollMS:     30_000,
-		IntervalMS: 1000,
-		Codec:      "raw",
+		Type:           BlobLocal,
+		S3:             S3{Region: "us-east-1"},
+		RollBytes:      16 << 20,
+		RollMS:         30_000,
+		IntervalMS:     1000,
+		PacePercent:    25,
+		MaxLagSegments: 4,
+		MaxLagMS:       60_000,
+		Codec:          "raw",
 	}
 }
 
@@ -173,6 +184,11 @@ func (c *Config) validateStorage(ps *problems) {
 	positive(ps, "storage.roll_bytes", c.Storage.RollBytes)
 	positive(ps, "storage.roll_ms", c.Storage.RollMS)
 	positive(ps, "storage.interval_ms", c.Storage.IntervalMS)
+	if p := c.Storage.PacePercent; p < 1 || p > 100 {
+		ps.mustBe("storage.pace_percent", "1..100", p)
+	}
+	positive(ps, "storage.max_lag_segments", c.Storage.MaxLagSegments)
+	positive(ps, "storage.max_lag_ms", c.Storage.MaxLagMS)
 	if c.Storage.Codec != "raw" {
 		ps.oneOf("storage.codec", []string{"raw"}, c.Storage.Codec)
 	}

@@ -361,10 +361,15 @@ func (i *Instance) storageChild() (supervision.ChildSpec, error) {
 			Retention: time.Duration(cfg.Archive.RetentionDays) * 24 * time.Hour,
 			Log:       i.log.With().Str("component", "compactor").Logger(),
 		},
-		Interval: time.Duration(cfg.Storage.IntervalMS) * time.Millisecond,
-		Tel:      i.tel,
+		Interval:    time.Duration(cfg.Storage.IntervalMS) * time.Millisecond,
+		PacePercent: cfg.Storage.PacePercent,
+		MaxLagBytes: int64(cfg.Storage.MaxLagSegments) * cfg.Storage.RollBytes,
+		MaxLagAge:   time.Duration(cfg.Storage.MaxLagMS) * time.Millisecond,
+		Tel:         i.tel,
 	})
 	i.log.Info().Str("blob_store", bs.String()).Int64("roll_bytes", cfg.Storage.RollBytes).
+		Int("pace_percent", cfg.Storage.PacePercent).Int64("max_lag_bytes", int64(cfg.Storage.MaxLagSegments)*cfg.Storage.RollBytes).
+		Int("max_lag_ms", cfg.Storage.MaxLagMS).
 		Int("archive_retention_days", cfg.Archive.RetentionDays).Msg("archive compactor enabled")
 	return supervision.ChildSpec{
 		Name: storage.SubtreeName, Domain: "storage", Isolated: true,

@@ -33,13 +33,26 @@ type ActorOptions struct {
 	Interval time.Duration
 	// RetentionEvery is how often Retain runs (default one minute); only with Compactor.Retention set.
 	RetentionEvery time.Duration
-	Tel            *telemetry.Telemetry
+	// Pacing (storage.pace_percent, max_lag_segments, max_lag_ms): while ingest commits and the archive backlog
+	// is within MaxLagBytes and MaxLagAge, compactions take at most PacePercent of the wall time (0 or 100: not
+	// paced); beyond either bound, or with ingest idle, the compactor runs flat out.
+	PacePercent int
+	MaxLagBytes int64
+	MaxLagAge   time.Duration
+	Tel         *telemetry.Telemetry
 }
 
 // NewCompactorProps returns the props of the compactor actor. Every Interval it runs one compaction (and, every
 // RetentionEvery, the retention sweep) in a task of its own, so its mailbox stays open to a Stop while a PUT is
 // in flight; the result comes back as a message. A failed compaction waits Interval×2^failures (jittered ±20 %,
 // capped at 60 s) before the next try, which takes the same hooks. A restarted actor starts from the store.
+//
+// The compactor yields to ingest (pace): a compaction that worked d while hooks were committed is followed by a
+// pause of d×(100−PacePercent)/PacePercent before the next, so on a node whose cores ingest keeps busy it takes
+// at most PacePercent of the time, and its disk writes are spread out. The archive then lags, but boundedly:
+// once the backlog (pending obligations × the last segment's bytes per record) reaches MaxLagBytes, or the
+// newest hook of a segment that left more behind is MaxLagAge old, it runs flat out again until it is back
+// within both; with no commit during a compaction (ingest idle) it never pauses.
 func NewCompactorProps(o ActorOptions) *actor.Props {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
@@ -60,6 +73,9 @@ type compactorActor struct {
 	failures   int
 	notBefore  time.Time
 	lastRetain time.Time
+	startedAt  time.Time // of the running compaction
+	seqAtStart uint64    // the store's next seq when it started: a commit since means ingest is busy
+	perRecord  float64   // segment bytes per record of the last segment, to weigh the backlog
 }
 
 // compactTick asks for one compaction.
@@ -122,6 +138,10 @@ func (a *compactorActor) start(ctx actor.Context) {
 		return
 	}
 	a.running, a.cancel = true, cancel
+	a.startedAt = now
+	if db := a.o.Compactor.DB(); db != nil {
+		a.seqAtStart = db.NextSeq()
+	}
 }
 
 func (a *compactorActor) done(ctx actor.Context, d *compactDone) {
@@ -163,9 +183,53 @@ func (a *compactorActor) done(ctx actor.Context, d *compactDone) {
 			LastSeq: s.Segment.LastSeq, Records: s.Records, Bytes: s.Segment.Bytes, Reclaimed: s.Reclaimed,
 			Duration: s.Duration})
 	}
-	if d.res.More {
-		ctx.Send(ctx.Self(), compactTick{})
+	now := time.Now()
+	pause := a.pause(d.res, now.Sub(a.startedAt), now)
+	if pause > 0 {
+		a.notBefore = now.Add(pause)
 	}
+	if !d.res.More {
+		return
+	}
+	if pause <= 0 {
+		ctx.Send(ctx.Self(), compactTick{})
+		return
+	}
+	if a.tasks == nil {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.tasks.Go(func(stop <-chan struct{}) {
+		t := time.NewTimer(pause)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			root.Send(self, compactTick{})
+		case <-stop:
+		}
+	})
+}
+
+// pause is how long the compactor waits after a compaction that worked for worked and returned res: 0 unless
+// it is paced (see NewCompactorProps) — pacing on, hooks committed since the compaction started, and the
+// backlog within MaxLagBytes and MaxLagAge.
+func (a *compactorActor) pause(res Result, worked time.Duration, now time.Time) time.Duration {
+	p := a.o.PacePercent
+	db := a.o.Compactor.DB()
+	if s := res.Segment; s != nil && s.Records > 0 {
+		a.perRecord = float64(s.Segment.Bytes) / float64(s.Records)
+	}
+	if p <= 0 || p >= 100 || db == nil || worked <= 0 || db.NextSeq() == a.seqAtStart {
+		return 0
+	}
+	if a.o.MaxLagBytes > 0 && float64(db.Counts().ArchivePending)*a.perRecord >= float64(a.o.MaxLagBytes) {
+		return 0
+	}
+	if s := res.Segment; s != nil && res.More && a.o.MaxLagAge > 0 &&
+		now.Sub(time.UnixMilli(s.Segment.MaxReceivedAt)) >= a.o.MaxLagAge {
+		return 0
+	}
+	return worked * time.Duration(100-p) / time.Duration(p)
 }
 
 // backoff is the wait after failures consecutive failed compactions: interval doubled per failure, ±20 %

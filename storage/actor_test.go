@@ -76,3 +76,39 @@ func TestCompactorActorRetriesAFailingBlobStore(t *testing.T) {
 		t.Fatalf("archive pending %d", db.Counts().ArchivePending)
 	}
 }
+
+// storage.pace_percent: a compaction that worked d while hooks were committed pauses d×(100−p)/p; with no
+// commit meanwhile, with pacing off, or with the backlog past max_lag_segments or max_lag_ms it does not.
+func TestPaceYieldsToIngestWithinTheLagBounds(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	now := time.Now()
+	a := &compactorActor{o: ActorOptions{
+		Compactor:   CompactorOptions{DB: func() *store.DB { return db }},
+		PacePercent: 25, MaxLagBytes: 100 << 10, MaxLagAge: time.Minute,
+	}}
+	seg := func(records int, bytes int64, newest time.Time) Result {
+		return Result{More: true, Segment: &Compacted{Records: records,
+			Segment: store.SegmentEntry{Bytes: bytes, MaxReceivedAt: newest.UnixMilli()}}}
+	}
+	const worked = 40 * time.Millisecond
+	a.seqAtStart = db.NextSeq()
+	if got := a.pause(seg(10, 10<<10, now), worked, now); got != 0 {
+		t.Errorf("pause with ingest idle = %v, want 0", got)
+	}
+	commit(t, db, hookAt(now.UnixMilli(), body(0, 10)))
+	if got := a.pause(seg(10, 10<<10, now), worked, now); got != 3*worked {
+		t.Errorf("pause while ingest commits = %v, want %v (25 %% of the time)", got, 3*worked)
+	}
+	a.o.PacePercent = 100
+	if got := a.pause(seg(10, 10<<10, now), worked, now); got != 0 {
+		t.Errorf("pause with pace_percent 100 = %v, want 0", got)
+	}
+	a.o.PacePercent = 25
+	if got := a.pause(seg(10, 10<<10, now.Add(-time.Minute)), worked, now); got != 0 {
+		t.Errorf("pause with the backlog max_lag_ms old = %v, want 0", got)
+	}
+	// One obligation pending at 200 KiB a record is past max_lag_bytes (100 KiB).
+	if got := a.pause(seg(1, 200<<10, now), worked, now); got != 0 {
+		t.Errorf("pause with the backlog past max_lag_bytes = %v, want 0", got)
+	}
+}

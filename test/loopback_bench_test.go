@@ -92,12 +92,21 @@ func loopbackAnkusa(b *testing.B, opts load.Options, label string, compacting bo
 	groups := m.GetHistogram().GetSampleCount()
 	sm := inst.Telemetry().Metrics.Storage
 	segments, archived := testutil.ToFloat64(sm.CompactSegments), testutil.ToFloat64(sm.CompactRecords)
+	// The lag the run left (the compactor is paced while ingest commits: storage.pace_percent), and how long
+	// the compactor takes to archive it once the load stops, outside the measured window.
+	lag, drain := inst.Store().Counts().ArchivePending, time.Now()
+	for compacting && inst.Store().Counts().ArchivePending > 0 && time.Since(drain) < 2*time.Minute {
+		time.Sleep(50 * time.Millisecond)
+	}
+	left, drained := inst.Store().Counts().ArchivePending, time.Since(drain)
 	if err := inst.Stop(); err != nil {
 		b.Fatal(err)
 	}
 	b.Logf("ankusa %-12s %s (group commits: %d, %.1f hooks each)", label, ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)))
 	if compacting {
-		b.Logf("compactor during the run: %.0f segments, %.0f hooks archived", segments, archived)
+		b.Logf("compactor during the run: %.0f segments, %.0f hooks archived (warm-up included; %d accepted in the "+
+			"measured run), %d pending at the end (archived %.1f s later, %d left)", segments, archived, ours.Accepted,
+			lag, drained.Seconds(), left)
 	}
 	if ours.Errors+ours.Shed > 0 {
 		b.Logf("ankusa %s saw %d errors and %d shed", label, ours.Errors, ours.Shed)
