@@ -248,13 +248,7 @@ func (c *Console) dlq(w http.ResponseWriter, r *http.Request, s *session) {
 	d := map[string]any{"Filter": filter, "Total": a.body["total"], "Entries": a.body["entries"],
 		"CanReplay": s.caller.AllTenants() && s.caller.Has(admin.ScopeReplaysWrite)}
 	if next, _ := a.body["next_cursor"].(string); next != "" {
-		nq := url.Values{"cursor": {next}}
-		for k, v := range filter {
-			if v != "" {
-				nq.Set(k, v)
-			}
-		}
-		d["Next"] = "/console/dlq?" + nq.Encode()
+		d["Next"] = "/console/dlq?" + withFilter(url.Values{"cursor": {next}}, filter).Encode()
 	}
 	c.render(w, r, http.StatusOK, "dlq", s, view{Title: "Dead letters", Active: "dlq", Data: d})
 }
@@ -322,11 +316,7 @@ func (c *Console) quarantine(w http.ResponseWriter, r *http.Request, s *session)
 	d := map[string]any{"Filter": filter, "Entries": a.body["entries"],
 		"CanWrite": s.caller.AllTenants() && s.caller.Has(admin.ScopeQuarantineWrite), "Message": in.Get("done")}
 	if next, _ := a.body["next_cursor"].(string); next != "" {
-		nq := url.Values{"cursor": {next}}
-		for k, v := range filter {
-			nq.Set(k, v)
-		}
-		d["Next"] = "/console/quarantine?" + nq.Encode()
+		d["Next"] = "/console/quarantine?" + withFilter(url.Values{"cursor": {next}}, filter).Encode()
 	}
 	c.render(w, r, http.StatusOK, "quarantine", s, view{Title: "Quarantine", Active: "quarantine", Data: d})
 }
@@ -461,5 +451,35 @@ func (c *Console) steerReplay(w http.ResponseWriter, r *http.Request, s *session
 }
 
 func (c *Console) audit(w http.ResponseWriter, r *http.Request, s *session) {
-	c.render(w, r, http.StatusOK, "audit", s, view{Title: "Audit log", Active: "audit"})
+	in := r.URL.Query()
+	q := url.Values{"limit": {strconv.Itoa(pageSize)}}
+	filter := map[string]string{}
+	for _, k := range []string{"tenant_id", "subject", "cursor"} {
+		if v := in.Get(k); v != "" {
+			q.Set(k, v)
+			if k != "cursor" {
+				filter[k] = v
+			}
+		}
+	}
+	a := c.call(r, s, "GET", "/v1/audit", q, nil)
+	if !a.ok() {
+		c.refused(w, r, s, "audit", a)
+		return
+	}
+	d := map[string]any{"Filter": filter, "Entries": a.body["entries"]}
+	if next, _ := a.body["next_cursor"].(string); next != "" {
+		d["Next"] = "/console/audit?" + withFilter(url.Values{"cursor": {next}}, filter).Encode()
+	}
+	c.render(w, r, http.StatusOK, "audit", s, view{Title: "Audit log", Active: "audit", Data: d})
+}
+
+// withFilter adds the non-empty filters to q (a next page's link keeps them).
+func withFilter(q url.Values, filter map[string]string) url.Values {
+	for k, v := range filter {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	return q
 }
