@@ -7,7 +7,7 @@ LDFLAGS  := -X main.version=$(VERSION)
 BENCH_SECONDS ?= 5
 BENCH_BACKLOG ?= 100000
 
-.PHONY: prereq run build test test-short bench lint chaos soak clean
+.PHONY: prereq run build test test-short bench lint chaos drill soak clean
 
 # The RocksDB headers cgo needs: installed when missing (apt-get as root or via sudo -n),
 # else one line naming the command to run.
@@ -70,6 +70,11 @@ lint: prereq
 # Slow drills, reported in notes rather than run by CI.
 chaos: prereq
 	$(GO) test -tags chaos -race -count=1 -timeout 30m -run 'Chaos' -v ./test/
+
+# The fleet drill of wal.type dual: three kfake brokers, two nodes sharing one S3 bucket, kill -9 of one and a
+# replacement with its node id on an empty volume (also with a broker down, and from the secondary backup only).
+drill: prereq
+	$(GO) test -tags drill -count=1 -timeout 20m -run 'FleetDrill' -v ./test/
 
 soak: prereq
 	$(GO) test -tags soak -count=1 -timeout 90m -run 'Soak' -v ./test/
