@@ -39,6 +39,9 @@ type Deps struct {
 	Dispatcher *dispatch.Dispatcher
 	// Release re-verifies held hooks and commits those that pass (nil without the edge role).
 	Release func(source string, limit int) (ReleaseReport, error)
+	// FetchArchived reads an archived hook (storage.FetchVisible: ErrNotFound, ErrGone); nil without the
+	// storage role.
+	FetchArchived func(ctx context.Context, id [16]byte) (store.Hook, error)
 	// SetLogLevel sets the instance's log level at runtime.
 	SetLogLevel func(zerolog.Level)
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).

@@ -45,6 +45,7 @@ func (a *api) routes() []route {
 		{"GET", "/v1/config", scopes(scopeConfigRead), a.config},
 		{"GET", "/v1/wal", scopes(scopeConfigRead, scopeMetricsRead), a.wal},
 		{"GET", "/v1/dlq", scopes(scopeDLQRead), a.dlq},
+		{"GET", "/v1/hooks/{id}", scopes(scopeDLQRead), a.getHook},
 		{"POST", "/v1/replays", scopes(scopeReplaysWrite), a.createReplay},
 		{"GET", "/v1/replays", scopes(scopeReplaysWrite, scopeDLQRead), a.listReplays},
 		{"GET", "/v1/replays/{id}", scopes(scopeReplaysWrite, scopeDLQRead), a.getReplay},

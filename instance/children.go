@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"context"
 	"net/http"
 	"path/filepath"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/ankusa-go/ankusa/admin"
 	"github.com/ankusa-go/ankusa/admin/console"
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/storage"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -96,6 +98,19 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 	}
 	d.Console = func(api *admin.API) (http.Handler, error) {
 		return console.New(api, console.Options{Log: d.Log.With().Str("component", "console").Logger()})
+	}
+	if i.blob != nil {
+		d.FetchArchived = func(ctx context.Context, id [16]byte) (store.Hook, error) {
+			db := i.db.Load()
+			if db == nil {
+				return store.Hook{}, store.ErrClosed
+			}
+			var oldest time.Time
+			if days := cfg.Storage.CatalogueRetentionDays; days > 0 {
+				oldest = time.Now().Add(-time.Duration(days) * 24 * time.Hour)
+			}
+			return storage.FetchVisible(ctx, db, i.blob, id, oldest)
+		}
 	}
 	if i.edge != nil {
 		d.Release = func(source string, limit int) (admin.ReleaseReport, error) {

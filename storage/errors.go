@@ -10,3 +10,7 @@ var (
 	// version, lengths, CRC, digest).
 	ErrCorrupt = errors.New("storage: corrupt archive object")
 )
+
+// ErrGone answers a fetch of an archived hook whose tenant was erased: its bytes stay in their multi-tenant
+// segment until the bucket's lifecycle expires it, but nothing serves them (410 where served).
+var ErrGone = errors.New("storage: the hook's tenant was erased")

@@ -14,7 +14,8 @@ import (
 )
 
 // Fetch returns the archived hook with id, byte for byte as it was stored: one catalogue read, one range read
-// of its frame, the frame's CRC checked. ErrNotFound when no catalogued segment holds it; a segment object that
+// of its frame, the frame's CRC checked. ErrNotFound when no catalogued segment holds it, ErrGone when its tenant
+// was erased; a segment object that
 // is gone (or a frame that fails its checks) is an error that is not ErrNotFound.
 func Fetch(ctx context.Context, db *store.DB, bs blob.Store, id [16]byte) (store.Hook, error) {
 	return FetchVisible(ctx, db, bs, id, time.Time{})
@@ -47,6 +48,13 @@ func FetchVisible(ctx context.Context, db *store.DB, bs blob.Store, id [16]byte,
 	}
 	if h.ID != id {
 		return store.Hook{}, fmt.Errorf("frame at %d of %s holds hook %x, not %x: %w", loc.Offset, e.SegmentKey, h.ID, id, ErrCorrupt)
+	}
+	erased, err := db.TenantErased(h.Tenant)
+	if err != nil {
+		return store.Hook{}, err
+	}
+	if erased {
+		return store.Hook{}, fmt.Errorf("hook %x: %w", id, ErrGone)
 	}
 	return h, nil
 }

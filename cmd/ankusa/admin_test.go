@@ -83,4 +83,32 @@ func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
 	if code, _, _ = cli(withToken, "dlq", "list", "--admin-url", "http://127.0.0.1:1"); code != exitUnavailable {
 		t.Fatalf("an unreachable node exits %d, want %d", code, exitUnavailable)
 	}
+
+	// hooks get: a table of the hook, its headers, deliveries and body; --body the body alone; -o json; an
+	// unknown id exits 1. An edge-only node keeps the hook live (nothing delivers it).
+	edgeOnly := fixture.Instance(t, "cli-edge", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("acme", 1)}
+		cfg.Admin.Principals = inst.Config().Admin.Principals
+	}, nil)
+	url = "http://" + edgeOnly.AdminAddr()
+	hook := fixture.Post(t, edgeOnly.IngestAddr(), "sample", []byte(`{"cli":true}`), nil)
+	if code, out, errOut = cli(withToken, "hooks", "get", hook, "--admin-url", url); code != 0 ||
+		!strings.Contains(out, "tenant") || !strings.Contains(out, "acme") || !strings.Contains(out, `{"cli":true}`) {
+		t.Fatalf("hooks get: exit %d, out %q, err %q", code, out, errOut)
+	}
+	t.Logf("ankusa hooks get %s:\n%s", hook, out)
+	if code, out, _ = cli(withToken, "hooks", "get", hook, "--body", "--admin-url", url); code != 0 || out != `{"cli":true}` {
+		t.Fatalf("hooks get --body: exit %d, out %q", code, out)
+	}
+	if code, out, _ = cli(withToken, "hooks", "get", hook, "-o", "json", "--admin-url", url); code != 0 || !strings.Contains(out, `"body_base64"`) {
+		t.Fatalf("hooks get -o json: exit %d, out %q", code, out)
+	}
+	if code, _, errOut = cli(withToken, "hooks", "get", "0190a8f0-7f3a-7b4c-8d5e-6f708192a3b4", "--admin-url", url); code != exitRefused ||
+		!strings.Contains(errOut, "not_found") {
+		t.Fatalf("hooks get of an unknown id: exit %d, err %q", code, errOut)
+	}
+	if code, _, _ = cli(withToken, "tenants", "erase", "acme", "--admin-url", url); code != exitUsage {
+		t.Fatalf("tenants erase without --confirm exits %d, want %d", code, exitUsage)
+	}
 }

@@ -1,0 +1,49 @@
+package admin_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"testing"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/fixture"
+)
+
+// GET /v1/hooks/{id}: a live hook with its metadata, headers as stored, body and one delivery summary per sink;
+// 400 for a malformed id, 404 for an unknown one and for a tenant the principal does not see, 401/403.
+func TestGetHook(t *testing.T) {
+	inst := startAdmin(t, "hooks", func(c *config.Config) {
+		// Edge only: nothing delivers, so the hook stays live with its delivery row pending.
+		c.Node.Roles = []string{"edge"}
+		c.Sources["beta-src"] = fixture.LogSource("beta", 1)
+		c.Admin.Principals = append(c.Admin.Principals, config.Principal{Name: "beta", TokenSHA256: hashOf("beta-token"),
+			Scopes: []string{"dlq:read"}, Tenants: []string{"beta"}})
+	})
+	base := "http://" + inst.AdminAddr()
+	body := []byte(`{"order":42}`)
+	id := fixture.Post(t, inst.IngestAddr(), "sample", body, http.Header{"X-Custom": {"kept"}})
+
+	a := call(t, "GET", base+"/v1/hooks/"+id, opsToken, nil)
+	a.want(t, "ops", http.StatusOK, "")
+	got, _ := base64.StdEncoding.DecodeString(a.body["body_base64"].(string))
+	if a.body["id"] != id || a.body["tenant_id"] != "acme" || a.body["source_id"] != "sample" || a.body["where"] != "live" ||
+		string(got) != string(body) {
+		t.Fatalf("hook %v", a.body)
+	}
+	dels, _ := a.body["deliveries"].([]any)
+	if len(dels) != 1 || dels[0].(map[string]any)["state"] != "pending" {
+		t.Fatalf("deliveries %v", a.body["deliveries"])
+	}
+	if _, ok := a.body["headers"].([]any); !ok {
+		t.Fatalf("headers %v", a.body["headers"])
+	}
+	t.Logf("GET /v1/hooks/%s: where=%v tenant=%v deliveries=%v", id, a.body["where"], a.body["tenant_id"], dels)
+
+	call(t, "GET", base+"/v1/hooks/"+id, readerToken, nil).want(t, "reader of acme", http.StatusOK, "")
+	call(t, "GET", base+"/v1/hooks/"+id, "beta-token", nil).want(t, "reader of beta", http.StatusNotFound, "not_found")
+	call(t, "GET", base+"/v1/hooks/"+id, "", nil).want(t, "no token", http.StatusUnauthorized, "unauthorized")
+	call(t, "GET", base+"/v1/hooks/"+id, scraperTok, nil).want(t, "scraper", http.StatusForbidden, "forbidden")
+	call(t, "GET", base+"/v1/hooks/not-an-id", opsToken, nil).want(t, "malformed", http.StatusBadRequest, "invalid_filter")
+	call(t, "GET", base+"/v1/hooks/0190a8f0-7f3a-7b4c-8d5e-6f708192a3b4", opsToken, nil).
+		want(t, "unknown", http.StatusNotFound, "not_found")
+}
