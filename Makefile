@@ -38,7 +38,8 @@ test: prereq
 test-short: prereq
 	$(GO) test -count=1 -short $(PKGS)
 
-# Loopback load against the server and the reference server in one run, the drain of a
+# Loopback load against the server and the reference server in one run (and wal.type dual against disk,
+# BenchmarkLoopbackDual, matched by the same pattern), the drain of a
 # stored backlog of BENCH_BACKLOG hooks to each broker sink (the services of the machine,
 # kfake, goaws) and to a local HTTP sink beside the delivery reference, plus the in-process
 # micro-benchmarks. Figures are printed, never asserted.
