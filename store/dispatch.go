@@ -510,17 +510,24 @@ func (db *DB) existsCF(cf int, key []byte) (bool, error) {
 }
 
 // otherDeliveryLocked tells whether hook seq has a delivery row besides the one of sink (under cmu), not
-// counting the rows the outcome group being built deletes.
+// counting the rows the outcome group being built deletes. It seeks the group's one iterator (created at the
+// group's first call, closed by settleGroupLocked): creating an iterator costs more than the seek, and under
+// cmu no write lands between the group's operations, so one snapshot serves them all.
 func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
-	db.wroUpper = AppendHookKey(db.wroUpper[:0], seq+1)
-	db.wro.SetIterateUpperBound(db.wroUpper)
-	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cfDeliveries])
-	defer it.Close()
+	q := &db.oq
+	if q.it == nil {
+		q.it = db.rdb.NewIteratorCF(db.ro, db.cfs[cfDeliveries])
+	}
+	it := q.it
 	other := false
 	for it.Seek(AppendHookKey(db.okey[:0], seq)); it.Valid(); it.Next() {
-		k, err := ParseDeliveryKey(it.Key().Data())
+		kb := it.Key().Data()
+		if len(kb) < HookKeyLen || binary.BigEndian.Uint64(kb) != seq {
+			break // past the hook's rows
+		}
+		k, err := ParseDeliveryKey(kb)
 		if err == nil {
-			if _, gone := db.oq.deleted[k]; gone || k.Sink == sink {
+			if _, gone := q.deleted[k]; gone || k.Sink == sink {
 				continue
 			}
 		}

@@ -48,6 +48,8 @@ type outcomeQueue struct {
 	// later operations must see although the batch is not written yet.
 	settled map[InflightKey]struct{}
 	deleted map[DeliveryKey]struct{}
+	// it is the group's iterator over the deliveries CF (otherDeliveryLocked), nil until the group needs it.
+	it *grocksdb.Iterator
 }
 
 func (q *outcomeQueue) get(kind outcomeKind, c *Claimed) *outcomeOp {
@@ -131,6 +133,12 @@ func (db *DB) settleGroupLocked(group []*outcomeOp) {
 	}
 	clear(q.settled)
 	clear(q.deleted)
+	defer func() {
+		if q.it != nil {
+			q.it.Close()
+			q.it = nil
+		}
+	}()
 	db.ed.reset()
 	wb := db.owb
 	wb.Clear()
