@@ -13,8 +13,11 @@
 // static headers, and with `secret` the Standard Webhooks signature headers webhook-id, webhook-timestamp and
 // webhook-signature ("v1,<base64 HMAC-SHA256(id.timestamp.body)>", one entry per secret, space-separated).
 //
-// One *http.Client per sink keeps connections alive across attempts; the response body is read up to
-// max_response_bytes and discarded, so a destination cannot make an attempt read without bound. The hook's body
-// is handed to the transport through a guard released when Deliver returns, because net/http may read a
-// request body after RoundTrip has returned and the caller reuses the buffer.
+// Each sink keeps a pool of keep-alive connections to its destination (conns.go, no goroutine of its own) and
+// writes each request and reads its answer on the attempt's goroutine with fasthttp's pooled request and response
+// objects, the body written straight from the caller's buffer before Deliver returns (nothing reads it after).
+// BenchmarkClientPOST measured the choice: net/http took about twice the time and 49 allocations per POST against
+// fasthttp's none. The response body is read up to max_response_bytes; an answer left longer closes its
+// connection, so a destination cannot make an attempt read without bound. The attempt's deadline and a
+// cancellation of its context cut the connection at once.
 package httpsink

@@ -8,10 +8,8 @@ import (
 
 var (
 	// ErrRedirect matches the *StatusError of a 3xx answer: redirects are never followed (Transient).
-	ErrRedirect = errors.New("httpsink: redirect not followed")
-	// errBodyReleased is what the transport reads if it touches the body after Deliver returned.
-	errBodyReleased = errors.New("httpsink: request body released")
-	errEmptySecret  = errors.New("httpsink: empty secret")
+	ErrRedirect    = errors.New("httpsink: redirect not followed")
+	errEmptySecret = errors.New("httpsink: empty secret")
 	// errUnbuildable is a request no retry can send (always Permanent).
 	errUnbuildable = errors.New("httpsink: request cannot be built")
 )

@@ -182,13 +182,9 @@ func TestStatusMapping(t *testing.T) {
 		{503, "99999999999999999999999", ptr(ra(time.Hour, time.Hour))}, // overflow is still "very long"
 		{429, "soon", &trans}, {503, "-5", &trans}, {503, "1.5", &trans},
 	}
-	s := newSink(t, map[string]any{"url": rec.srv.URL})
 	for _, c := range cases {
 		u := rec.srv.URL + "/?code=" + strconv.Itoa(c.code) + "&ra=" + url.QueryEscape(c.retryAfter)
-		hs := s.(*sink)
-		st := hs.settings
-		st.url = mustParse(t, u)
-		one := &sink{settings: st, transport: hs.transport, client: hs.client, now: time.Now}
+		one := newSink(t, map[string]any{"url": u})
 		err := deliver(t, one, sinktest.Envelope([]byte("x")))
 		name := strconv.Itoa(c.code) + " Retry-After=" + strconv.Quote(c.retryAfter)
 		if c.want == nil {
@@ -544,30 +540,6 @@ func TestOptionsAreValidated(t *testing.T) {
 	if hs.method != "PATCH" || hs.timeout != 2500*time.Millisecond || hs.maxResp != 0 || hs.forward == nil || !s.Durable() {
 		t.Fatalf("parsed settings = %+v", hs.settings)
 	}
-}
-
-// The body is lent to the transport only until Deliver returns: a late read fails instead of racing with the
-// caller's reuse of the buffer.
-func TestBodyIsReleasedAfterDeliver(t *testing.T) {
-	g := &bodyGuard{b: []byte("hello")}
-	r := &bodyReader{g: g}
-	p := make([]byte, 2)
-	if n, err := r.Read(p); n != 2 || err != nil {
-		t.Fatalf("Read = %d, %v", n, err)
-	}
-	g.release()
-	if _, err := r.Read(p); !errors.Is(err, errBodyReleased) {
-		t.Fatalf("Read after release = %v, want errBodyReleased", err)
-	}
-}
-
-func mustParse(t *testing.T, raw string) *url.URL {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u
 }
 
 func FuzzParseRetryAfter(f *testing.F) {

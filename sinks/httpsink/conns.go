@@ -1,0 +1,104 @@
+package httpsink
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+const (
+	// idleTimeout is how long an idle connection is kept for the next attempt.
+	idleTimeout = 90 * time.Second
+	// maxIdle bounds the idle connections kept: more attempts than this never run at once in a lane.
+	maxIdle = 256
+	// bufSize is each connection's read and write buffer.
+	bufSize = 8 << 10
+)
+
+// conn is one keep-alive connection with its buffers.
+type conn struct {
+	c      net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	used   time.Time
+	reused bool // taken from the pool: the destination may have closed it meanwhile
+}
+
+// connPool keeps the sink's idle connections to its one destination. It starts no goroutine: a connection idle
+// past idleTimeout is closed by the get that finds it, and the pool's idle connections by close. An attempt
+// owns its connection from get to put (or drop), so a connection never carries two requests at once.
+type connPool struct {
+	addr string
+	tls  *tls.Config // nil: plain HTTP
+	dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu     sync.Mutex
+	idle   []*conn
+	closed bool
+}
+
+// get returns the most recently used idle connection, or a new one.
+func (p *connPool) get(ctx context.Context, now time.Time) (*conn, error) {
+	p.mu.Lock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.used) < idleTimeout {
+			p.mu.Unlock()
+			c.reused = true
+			return c, nil
+		}
+		_ = c.c.Close()
+	}
+	p.mu.Unlock()
+	return p.fresh(ctx)
+}
+
+// fresh dials a new connection (and shakes hands for https).
+func (p *connPool) fresh(ctx context.Context) (*conn, error) {
+	nc, err := p.dial(ctx, p.addr)
+	if err != nil {
+		return nil, err
+	}
+	if p.tls != nil {
+		tc := tls.Client(nc, p.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		nc = tc
+	}
+	return &conn{c: nc, br: bufio.NewReaderSize(nc, bufSize), bw: bufio.NewWriterSize(nc, bufSize)}, nil
+}
+
+// put gives c back for the next attempt; after close, or beyond maxIdle, it is closed instead.
+func (p *connPool) put(c *conn, now time.Time) {
+	c.used, c.reused = now, false
+	p.mu.Lock()
+	if p.closed || len(p.idle) >= maxIdle {
+		p.mu.Unlock()
+		_ = c.c.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// drop closes c: its state is unknown (an error, an unread answer, a cancelled attempt).
+func (p *connPool) drop(c *conn) { _ = c.c.Close() }
+
+// close closes the idle connections and makes put close from then on.
+func (p *connPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		_ = c.c.Close()
+	}
+}
