@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/test/fixture"
 	"github.com/ankusa-go/ankusa/test/load"
 	"github.com/ankusa-go/ankusa/test/reference"
@@ -23,7 +26,11 @@ import (
 // settings through the http sink, once by the delivery reference (reference.Deliver: one reader, 32 workers on
 // a pool of 32 keep-alive connections, deletes in batches). Each clock runs from before the node (or the
 // reference) opens the store until the recorder holds every id and the store is drained. It prints both
-// hooks/s and their ratio (acceptance: >= 1.0). ANKUSA_BENCH_ORDER=reverse runs the reference first.
+// hooks/s and their ratio (acceptance: >= 1.0). ANKUSA_BENCH_ORDER=reverse runs the reference first;
+// ANKUSA_BENCH_SIDE=node (or reference) runs one side only, for a CPU profile of it:
+//
+//	ANKUSA_BENCH_SIDE=node ANKUSA_BENCH_BACKLOG=30000 go test -run '^$' -bench DeliveryVsReference \
+//	    -benchtime 1x -cpuprofile /tmp/delivery.pprof ./test/ && go tool pprof -top test.test /tmp/delivery.pprof
 func BenchmarkDeliveryVsReference(b *testing.B) {
 	n := backlogSize()
 	for i := 0; i < b.N; i++ {
@@ -39,7 +46,12 @@ func BenchmarkDeliveryVsReference(b *testing.B) {
 		if os.Getenv("ANKUSA_BENCH_ORDER") == "reverse" {
 			order = []int{1, 0}
 		}
+		side := os.Getenv("ANKUSA_BENCH_SIDE")
 		for _, j := range order {
+			if side != "" && side != []string{"node", "reference"}[j] {
+				got[j] = 1
+				continue
+			}
 			syscall.Sync()
 			got[j] = runs[j]()
 		}
@@ -86,12 +98,17 @@ func drainNodeHTTP(b *testing.B, n int) float64 {
 		time.Sleep(10 * time.Millisecond)
 	}
 	elapsed := time.Since(start)
+	var okAttempts dto.Metric
+	_ = in.Telemetry().Metrics.Dispatch.AttemptDuration.WithLabelValues("http", telemetry.ResultOK).(prometheus.Metric).Write(&okAttempts)
+	h := okAttempts.GetHistogram()
+	mean := time.Duration(h.GetSampleSum() / float64(max(h.GetSampleCount(), 1)) * float64(time.Second))
 	if err := in.Stop(); err != nil {
 		b.Fatal(err)
 	}
 	d := rec.Deliveries(context.Background(), 0)
-	b.Logf("ankusa:    %d hooks delivered in %v (%.0f hooks/s), %d received twice; attempts %s",
-		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), d.Duplicates, attemptsByResult(in, "http"))
+	b.Logf("ankusa:    %d hooks delivered in %v (%.0f hooks/s), %d received twice; mean successful POST %v; attempts %s",
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), d.Duplicates, mean.Round(time.Microsecond),
+		attemptsByResult(in, "http"))
 	return float64(n) / elapsed.Seconds()
 }
 
