@@ -171,6 +171,13 @@ func (e *Edge) handshakePOST(rq *request) (bool, error) {
 		if !ctx.QueryArgs().Has("validationToken") || len(rq.body) != 0 {
 			return false, nil
 		}
+		// Graph appends validationToken to the notification URL: a token the source checks in that
+		// URL (type token, location query) is there too, and is checked first.
+		if rq.src.Trust.verifies {
+			if err := e.handshakeVerify(rq, h); err != nil {
+				return true, err
+			}
+		}
 		if !echoable(token) {
 			e.tel.Handshake(rq.src.ID, h.kind, handshakeRefused)
 			return true, refuseHandshake

@@ -111,6 +111,7 @@ func TestHandshakesAnsweredAndNeverStored(t *testing.T) {
 		c.Sources["meta"] = meta
 		c.Sources["dropbox"] = src(verify.Spec{Type: "dropbox", Secret: verify.Secrets{"dropbox-app-secret"}}, "dropbox")
 		c.Sources["msgraph"] = src(verify.Spec{}, "msgraph")
+		c.Sources["msgraph-token"] = src(verify.Spec{Type: "token", Location: "query", Name: "token", Secret: verify.Secrets{"graph-url-token"}}, "msgraph")
 		c.Sources["plain"] = src(verify.Spec{Type: "github", Secret: verify.Secrets{"k"}}, "")
 	}, nil)
 
@@ -166,6 +167,10 @@ func TestHandshakesAnsweredAndNeverStored(t *testing.T) {
 		want, _ := url.QueryUnescape(strings.TrimPrefix(v["msgraph"].Query, "validationToken="))
 		doHandshake(t, inst, "POST", "/webhooks/msgraph", v["msgraph"].Query, "", "Content-Type", "text/plain").want(t, 200, want)
 		doHandshake(t, inst, "POST", "/webhooks/msgraph", "validationToken=%22%3E%3Cscript%3E", "").want(t, 400, "")
+		// A source that checks a URL token checks it on the validation request too.
+		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", "token=graph-url-token&"+v["msgraph"].Query, "").want(t, 200, want)
+		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", "token=forged&"+v["msgraph"].Query, "").want(t, 401, "")
+		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", v["msgraph"].Query, "").want(t, 401, "")
 	})
 	t.Run("other GETs stay 404", func(t *testing.T) {
 		doHandshake(t, inst, "GET", "/webhooks/plain", "challenge=x", "").want(t, 404, "")

@@ -827,6 +827,7 @@ func TestVerifyAllocatesNothing(t *testing.T) {
 			}
 		}
 	}
+	providerPresetsAllocateNothing(t)
 	tok := mustNew(t, Spec{Type: "token", Location: "basic", Username: "u", Secret: Secrets{"p"}})
 	r := request("", headers{"authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte("u:x"))}, now)
 	if n := testing.AllocsPerRun(200, func() { tok.Verify(r) }); n != 0 {
