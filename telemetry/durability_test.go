@@ -18,3 +18,15 @@ func TestDurabilityLineNamesTheBackupWindow(t *testing.T) {
 		t.Fatalf("backup off: %q", off)
 	}
 }
+
+// TestDurabilityLineStatesTheDualRow proves the startup line of wal.type dual states the row of the durability
+// table (inventory E.9: "fsynced here and confirmed in intake log | host + every ISR of the partition lost
+// together (RF 3, min ISR 2)").
+func TestDurabilityLineStatesTheDualRow(t *testing.T) {
+	l := DurabilityLine("dual", false, 0)
+	for _, want := range []string{"fsynced on this host and confirmed in the intake log", "every in-sync replica", "min.insync.replicas 2"} {
+		if !strings.Contains(l, want) {
+			t.Fatalf("dual line %q lacks %q", l, want)
+		}
+	}
+}

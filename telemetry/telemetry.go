@@ -155,7 +155,8 @@ func (t *Telemetry) Subtree(ev SubtreeEvent) {
 func DurabilityLine(walType string, backupEnabled bool, backupIntervalMS int) string {
 	switch walType {
 	case "dual":
-		return "durability: wal.type=dual: 2xx means fsynced on this host and confirmed in the intake log; an acked hook is lost only if this host and every in-sync replica of its log partition are lost together"
+		// Inventory E.9, row dual.
+		return "durability: wal.type=dual: 2xx means fsynced on this host and confirmed in the intake log; an acked hook is lost only if this host and every in-sync replica of its log partition are lost together (Kafka: replication factor 3, min.insync.replicas 2: two brokers, before they fsync, plus the host)"
 	case "none":
 		// Inventory E.9, row none: "every sink confirmed | no sink keeps it".
 		return "durability: wal.type=none: 2xx means every sink of the source confirmed; an acked hook is lost only if no sink keeps it; no hook is queued on this node, a 503 is the only retry"
