@@ -6,6 +6,8 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 BENCH_SECONDS ?= 5
 BENCH_BACKLOG ?= 100000
+# Seconds each open-loop trial of the sustainable-rate search and the steady 5,000/s run measures.
+BENCH_SUSTAIN_SECONDS ?= 60
 
 .PHONY: prereq run build test test-short bench lint chaos drill soak clean
 
@@ -48,6 +50,7 @@ bench: prereq
 	$(GO) test -run '^$$' -bench 'EndToEnd|QuarantineFlood' -benchtime 1x -timeout 20m ./test/...
 	ANKUSA_BENCH_BACKLOG=$(BENCH_BACKLOG) $(GO) test -run '^$$' -bench 'BacklogDrain' -benchtime 1x -timeout 60m ./test/...
 	ANKUSA_BENCH_BACKLOG=$(BENCH_BACKLOG) $(GO) test -run '^$$' -bench 'DeliveryVsReference' -benchtime 1x -timeout 30m ./test/
+	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) ANKUSA_BENCH_SUSTAIN_SECONDS=$(BENCH_SUSTAIN_SECONDS) $(GO) test -run '^$$' -bench 'SustainableRate|Steady5k' -benchtime 1x -timeout 90m ./test/
 	$(GO) test -run '^$$' -bench 'TenantFairness' -benchtime 1x -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench 'SchedulerTick' -benchtime 300x -benchmem -timeout 20m ./dispatch/...
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./edge/... ./verify/... ./store/...
