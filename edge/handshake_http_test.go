@@ -57,6 +57,14 @@ func (r handshakeReply) want(t *testing.T, status int, body string) {
 	}
 }
 
+// refused checks a refusal and the reason it names (the error, or a verification failure's reason).
+func (r handshakeReply) refused(t *testing.T, status int, reason string) {
+	t.Helper()
+	if r.status != status || !strings.Contains(r.body, `"`+reason+`"`) {
+		t.Fatalf("answer %d %q, want %d naming %s", r.status, r.body, status, reason)
+	}
+}
+
 func handshakeCount(t *testing.T, inst *instance.Instance, source, kind, result string) float64 {
 	t.Helper()
 	fams, err := inst.Telemetry().Metrics.Registry.Gather()
@@ -132,27 +140,27 @@ func TestHandshakesAnsweredAndNeverStored(t *testing.T) {
 		if !strings.HasPrefix(r.contentType, "text/plain") {
 			t.Fatalf("content type %q", r.contentType)
 		}
-		doHandshake(t, inst, "POST", "/webhooks/slack", "", b).want(t, 401, "")
-		doHandshake(t, inst, "POST", "/webhooks/slack", "", b, slackSign(b+" ", now)...).want(t, 401, "")
-		doHandshake(t, inst, "POST", "/webhooks/slack", "", b, slackSign(b, now-3600)...).want(t, 401, "")
+		doHandshake(t, inst, "POST", "/webhooks/slack", "", b).refused(t, 401, "missing_signature")
+		doHandshake(t, inst, "POST", "/webhooks/slack", "", b, slackSign(b+" ", now)...).refused(t, 401, "no_match")
+		doHandshake(t, inst, "POST", "/webhooks/slack", "", b, slackSign(b, now-3600)...).refused(t, 401, "timestamp_out_of_window")
 		hostile := strings.Replace(b, "3eZbrw1a", "<script>", 1)
-		doHandshake(t, inst, "POST", "/webhooks/slack", "", hostile, slackSign(hostile, now)...).want(t, 400, "")
+		doHandshake(t, inst, "POST", "/webhooks/slack", "", hostile, slackSign(hostile, now)...).refused(t, 400, "handshake_refused")
 	})
 	t.Run("zoom endpoint.url_validation", func(t *testing.T) {
 		b := v["zoom"].Body
 		want := `{"plainToken":"qgg8vlvZRS6UYooatFL8Aw","encryptedToken":"` + hex.EncodeToString(hmacSum(v["zoom"].Secret, "qgg8vlvZRS6UYooatFL8Aw")) + `"}`
 		doHandshake(t, inst, "POST", "/webhooks/zoom", "", b, zoomSign(b, now)...).want(t, 200, want)
-		doHandshake(t, inst, "POST", "/webhooks/zoom", "", b, zoomSign(b+"x", now)...).want(t, 401, "")
+		doHandshake(t, inst, "POST", "/webhooks/zoom", "", b, zoomSign(b+"x", now)...).refused(t, 401, "no_match")
 	})
 	t.Run("x crc", func(t *testing.T) {
 		crc := "NjE4NzY5MjM4Mjk1MjQ1NTY2OTQ0NDMx"
 		want := `{"response_token":"sha256=` + base64.StdEncoding.EncodeToString(hmacSum(v["twitter"].Secret, crc)) + `"}`
 		doHandshake(t, inst, "GET", "/webhooks/twitter", v["twitter"].Query, "").want(t, 200, want)
-		doHandshake(t, inst, "GET", "/webhooks/twitter", "crc_token="+url.QueryEscape(strings.Repeat("a", 2000)), "").want(t, 400, "")
+		doHandshake(t, inst, "GET", "/webhooks/twitter", "crc_token="+url.QueryEscape(strings.Repeat("a", 2000)), "").refused(t, 400, "handshake_refused")
 	})
 	t.Run("meta verification request", func(t *testing.T) {
 		doHandshake(t, inst, "GET", "/webhooks/meta", v["meta"].Query, "").want(t, 200, "1158201444")
-		doHandshake(t, inst, "GET", "/webhooks/meta", strings.Replace(v["meta"].Query, "meatyhamhock", "meatyhamhocK", 1), "").want(t, 403, "")
+		doHandshake(t, inst, "GET", "/webhooks/meta", strings.Replace(v["meta"].Query, "meatyhamhock", "meatyhamhocK", 1), "").refused(t, 403, "handshake_refused")
 		doHandshake(t, inst, "GET", "/webhooks/meta", strings.Replace(v["meta"].Query, "subscribe", "unsubscribe", 1), "").want(t, 403, "")
 	})
 	t.Run("dropbox challenge", func(t *testing.T) {
@@ -161,7 +169,7 @@ func TestHandshakesAnsweredAndNeverStored(t *testing.T) {
 		if !strings.HasPrefix(r.contentType, "text/plain") {
 			t.Fatalf("content type %q", r.contentType)
 		}
-		doHandshake(t, inst, "GET", "/webhooks/dropbox", "challenge=%3Cimg+src%3Dx%3E", "").want(t, 400, "")
+		doHandshake(t, inst, "GET", "/webhooks/dropbox", "challenge=%3Cimg+src%3Dx%3E", "").refused(t, 400, "handshake_refused")
 	})
 	t.Run("msgraph validationToken", func(t *testing.T) {
 		want, _ := url.QueryUnescape(strings.TrimPrefix(v["msgraph"].Query, "validationToken="))
@@ -169,7 +177,7 @@ func TestHandshakesAnsweredAndNeverStored(t *testing.T) {
 		doHandshake(t, inst, "POST", "/webhooks/msgraph", "validationToken=%22%3E%3Cscript%3E", "").want(t, 400, "")
 		// A source that checks a URL token checks it on the validation request too.
 		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", "token=graph-url-token&"+v["msgraph"].Query, "").want(t, 200, want)
-		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", "token=forged&"+v["msgraph"].Query, "").want(t, 401, "")
+		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", "token=forged&"+v["msgraph"].Query, "").refused(t, 401, "no_match")
 		doHandshake(t, inst, "POST", "/webhooks/msgraph-token", v["msgraph"].Query, "").want(t, 401, "")
 	})
 	t.Run("other GETs stay 404", func(t *testing.T) {
