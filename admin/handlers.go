@@ -115,8 +115,11 @@ func (a *api) wal(w http.ResponseWriter, _ *http.Request, p *principal) {
 	})
 }
 
-// DLQ limits (inventory A.5: default 100, clamped to 1000).
+// DLQ limits (inventory A.5: default 100, clamped to 1000). A page visits at most dlqVisitsPerPage dead rows
+// (or limit, when larger), so a source or reason filter that matches few rows answers in bounded time, with a
+// cursor to go on.
 const (
+	dlqVisitsPerPage = 2000
 	defaultListLimit = 100
 	maxListLimit     = 1000
 )
@@ -144,7 +147,9 @@ func (a *api) dlq(w http.ResponseWriter, r *http.Request, p *principal) {
 	if db == nil {
 		return
 	}
-	dead, err := db.ListDeadPage(f, limit)
+	f.MaxVisits = max(dlqVisitsPerPage, limit)
+	page, err := db.ScanDeadPage(f, limit)
+	dead := page.Entries
 	if err != nil {
 		a.failed(w, "dlq", err)
 		return
@@ -167,7 +172,11 @@ func (a *api) dlq(w http.ResponseWriter, r *http.Request, p *principal) {
 		})
 	}
 	body := map[string]any{"total": total, "entries": entries}
-	if len(dead) == limit && limit > 0 {
+	switch {
+	case page.Resume != nil:
+		// The scan stopped at its budget (a filter matching few rows): the page may hold fewer than limit.
+		body["next_cursor"] = encodeDeadCursor(*page.Resume)
+	case len(dead) == limit && limit > 0:
 		body["next_cursor"] = encodeDeadCursor(dead[len(dead)-1].Cursor())
 	}
 	writeJSON(w, http.StatusOK, body)

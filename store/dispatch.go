@@ -314,6 +314,9 @@ type DeadFilter struct {
 	Tenants []string // nil = every tenant
 	Since   int64    // dead-lettered at or after, unix ms (0 = unbounded)
 	Reason  string   // "" = every reason, else only rows dead-lettered for it
+	// MaxVisits, when > 0, bounds the dead keys one call visits: a filter that matches little stops there, and
+	// the page it returns (fewer than limit entries) says where to resume (DeadPage.Resume).
+	MaxVisits int
 	// Before, when set, lists only entries after it in newest-first order: the page cursor, the last entry of
 	// the previous page ({DeadAt, Seq, Sink} order every dead row of the node; Ord is ignored).
 	Before *DeadKey
@@ -325,8 +328,25 @@ func (e DeadEntry) Cursor() DeadKey { return DeadKey{At: e.DeadAt, Seq: e.Seq, S
 // ListDeadPage is ListDead with a filter: a page of up to limit entries, newest first, of the tenants, source and
 // time f selects, after f.Before.
 func (db *DB) ListDeadPage(f DeadFilter, limit int) ([]DeadEntry, error) {
+	p, err := db.ScanDeadPage(f, limit)
+	return p.Entries, err
+}
+
+// DeadPage is one page of ScanDeadPage.
+type DeadPage struct {
+	Entries []DeadEntry
+	// Resume is set when the scan stopped at f.MaxVisits before filling the page: the cursor (f.Before) of the
+	// next call, past every key visited.
+	Resume *DeadKey
+}
+
+// ScanDeadPage is ListDeadPage that stops after f.MaxVisits dead keys (when set), so a filter matching few rows
+// costs a bounded read per call.
+func (db *DB) ScanDeadPage(f DeadFilter, limit int) (DeadPage, error) {
 	source := f.Source
 	var out []DeadEntry
+	var resume *DeadKey
+	visits := 0
 	err := db.read(func() error {
 		if limit <= 0 {
 			return nil
@@ -420,11 +440,20 @@ func (db *DB) ListDeadPage(f DeadFilter, limit int) ([]DeadEntry, error) {
 			if f.Since > 0 && c.key.At < f.Since {
 				break // the newest left is older than the window: so is everything after it
 			}
-			entry, keep, err := db.deadEntry(c.key, c.size, c.name, source)
+			if f.MaxVisits > 0 && visits >= f.MaxVisits {
+				k := DeadKey{At: c.key.At, Seq: c.key.Seq, Sink: c.key.Sink + 1} // resume at c's key, inclusive
+				if c.key.Sink == ^uint16(0) {
+					k = DeadKey{At: c.key.At, Seq: c.key.Seq + 1}
+				}
+				resume = &k
+				break
+			}
+			visits++
+			entry, keep, err := db.deadEntry(c.key, c.size, c.name, source, f.Reason)
 			if err != nil {
 				return err
 			}
-			if keep && (f.Reason == "" || entry.Reason == f.Reason) {
+			if keep {
 				out = append(out, entry)
 			}
 			c.it.Prev()
@@ -442,11 +471,12 @@ func (db *DB) ListDeadPage(f DeadFilter, limit int) ([]DeadEntry, error) {
 		}
 		return nil
 	})
-	return out, err
+	return DeadPage{Entries: out, Resume: resume}, err
 }
 
-// deadEntry reads the row and the hook id behind dead key k; keep is false when the row is of another source.
-func (db *DB) deadEntry(k DeadKey, size uint32, tenant, source string) (DeadEntry, bool, error) {
+// deadEntry reads the row and the hook id behind dead key k; keep is false when the row is of another source or
+// dead for another reason than reason (when set).
+func (db *DB) deadEntry(k DeadKey, size uint32, tenant, source, reason string) (DeadEntry, bool, error) {
 	e := DeadEntry{Seq: k.Seq, Sink: k.Sink, Tenant: tenant, DeadAt: k.At, Size: size}
 	row, found, err := db.readRow(DeliveryKey{Seq: k.Seq, Sink: k.Sink})
 	switch {
@@ -454,11 +484,11 @@ func (db *DB) deadEntry(k DeadKey, size uint32, tenant, source string) (DeadEntr
 		return e, false, nil // settled between the key and the row: not dead any more
 	case err != nil:
 		e.Reason = undecodableReason
-		if source != "" {
+		if source != "" || reason != "" && reason != undecodableReason {
 			return e, false, nil
 		}
 	default:
-		if source != "" && row.Source != source {
+		if source != "" && row.Source != source || reason != "" && row.DeadReason != reason {
 			return e, false, nil
 		}
 		e.Source, e.SinkType, e.Reason, e.ReceivedAt = row.Source, row.SinkType, row.DeadReason, row.ReceivedAt

@@ -6,9 +6,13 @@ import (
 	"fmt"
 )
 
-// lookupSlack is how far from its id's time a hook's neighbours in seq order may have been received: seqs are
-// handed out in commit order, which follows receipt up to the batching of the edge and the group commit.
-const lookupSlack = int64(60_000)
+// A hook's seq follows its receipt: seqs are handed out in commit order, and a hook is committed right after
+// its body is read. FindHook starts lookupBefore before the id's time (the batching of the edge and the group
+// commit) and walks forward while the hooks it meets were received at most lookupAfter after it (a slow body).
+const (
+	lookupBefore = int64(2_000)
+	lookupAfter  = int64(60_000)
+)
 
 // HookRecord is one stored hook found by id with the delivery rows it still has (a delivered row is deleted, so
 // a sink without a row here was delivered, or the hook was stored without it).
@@ -20,9 +24,10 @@ type HookRecord struct {
 
 // FindHook finds the stored hook with id (ErrNotFound when the hooks CF holds none). The id is a UUIDv7 whose
 // first 48 bits are the receipt time, and seqs follow receipt, so it binary-searches the hooks CF by received_at
-// for the first hook received lookupSlack before the id's time and walks forward to lookupSlack after it: a few
-// dozen point reads and one short scan whatever the store holds. A hook committed long after its receipt (a
-// quarantine release, an archive replay) sits outside that window: then it scans the ids of the whole CF.
+// for the first hook received lookupBefore before the id's time and walks forward until it meets the id or a
+// hook received lookupAfter after it: a few dozen point reads and a scan of the hooks received in about two
+// seconds, whatever the store holds. A hook committed long after its receipt (a quarantine release, an archive
+// replay) sits outside that window, as does an id never stored: then it scans the ids of the whole CF.
 func (db *DB) FindHook(id [16]byte) (HookRecord, error) {
 	var rec HookRecord
 	err := db.read(func() error {
@@ -48,7 +53,7 @@ func (db *DB) FindHook(id [16]byte) (HookRecord, error) {
 			switch {
 			case !ok:
 				hi = mid
-			case r < at-lookupSlack:
+			case r < at-lookupBefore:
 				lo = seq + 1
 			default:
 				hi = mid
@@ -58,7 +63,7 @@ func (db *DB) FindHook(id [16]byte) (HookRecord, error) {
 		found := false
 		for it.Seek(AppendHookKey(nil, lo)); it.Valid(); it.Next() {
 			seq, r, ok := receivedAt()
-			if !ok || r > at+lookupSlack {
+			if !ok || r > at+lookupAfter {
 				break
 			}
 			if match(it.Value().Data()) {

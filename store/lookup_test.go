@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 )
 
@@ -54,5 +55,50 @@ func TestFindHook(t *testing.T) {
 	}
 	if _, err := db.FindHook(v7(newID(), base+5000)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("an id never stored: %v, want ErrNotFound", err)
+	}
+}
+
+// A filter that matches few dead rows stops at MaxVisits and says where to resume; following Resume finds every
+// match once, newest first.
+func TestScanDeadPageStopsAtItsBudget(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var recs []*Record
+	for i := range 20 {
+		recs = append(recs, makeRecord(t, []string{"a", "b"}[i%2], 8, SinkBinding{Type: "http"}))
+	}
+	first := commit(t, db, recs...)
+	for _, tenant := range []string{"a", "b"} {
+		for _, c := range claim(t, db, ordOf(t, db, tenant), farFuture(), 1000, 0) {
+			reason := "gave up"
+			if c.Seq == first+3 || c.Seq == first+16 {
+				reason = "rare"
+			}
+			if err := db.Bury(&c, 3, reason, 1000+int64(c.Seq)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var found []uint64
+	var before *DeadKey
+	calls := 0
+	for {
+		calls++
+		p, err := db.ScanDeadPage(DeadFilter{Reason: "rare", MaxVisits: 4, Before: before}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range p.Entries {
+			found = append(found, e.Seq)
+		}
+		if p.Resume == nil {
+			break
+		}
+		if len(p.Entries) >= 10 || calls > 10 {
+			t.Fatalf("call %d: %d entries, resume %+v", calls, len(p.Entries), p.Resume)
+		}
+		before = p.Resume
+	}
+	if want := []uint64{first + 16, first + 3}; !slices.Equal(found, want) || calls != 5 {
+		t.Fatalf("found %v in %d calls, want %v in 5 (20 rows, 4 a call)", found, calls, want)
 	}
 }

@@ -249,6 +249,8 @@ func (c *Console) dlq(w http.ResponseWriter, r *http.Request, s *session) {
 		"CanReplay": s.caller.AllTenants() && s.caller.Has(admin.ScopeReplaysWrite)}
 	if next, _ := a.body["next_cursor"].(string); next != "" {
 		d["Next"] = "/console/dlq?" + withFilter(url.Values{"cursor": {next}}, filter).Encode()
+		entries, _ := a.body["entries"].([]any)
+		d["Partial"] = len(entries) < pageSize
 	}
 	c.render(w, r, http.StatusOK, "dlq", s, view{Title: "Dead letters", Active: "dlq", Data: d})
 }
