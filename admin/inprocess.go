@@ -95,33 +95,6 @@ func (x *API) store() (*store.DB, error) {
 	return db, nil
 }
 
-// Hook reads the stored hook id with its delivery rows and, when archived, where: for a caller with dlq:read
-// that sees the hook's tenant (ErrForbidden otherwise, the same whether or not the hook exists, so a tenant
-// cannot probe another's ids; store.ErrNotFound when none is stored).
-func (x *API) Hook(c Caller, id [16]byte) (store.HookRecord, *store.SegmentEntry, *store.FrameLocation, error) {
-	if !c.Has(scopeDLQRead) {
-		return store.HookRecord{}, nil, nil, ErrForbidden
-	}
-	db, err := x.store()
-	if err != nil {
-		return store.HookRecord{}, nil, nil, err
-	}
-	rec, err := db.FindHook(id)
-	switch {
-	case err == nil && !c.Sees(rec.Hook.Tenant), err != nil && !c.AllTenants():
-		// A hook the store no longer holds has no tenant to check: only a principal of every tenant learns of it.
-		return store.HookRecord{}, nil, nil, ErrForbidden
-	case err != nil && !errors.Is(err, store.ErrNotFound):
-		return store.HookRecord{}, nil, nil, err
-	}
-	var seg *store.SegmentEntry
-	var loc *store.FrameLocation
-	if e, l, aerr := db.ArchivedSegment(id); aerr == nil {
-		seg, loc = &e, &l
-	}
-	return rec, seg, loc, err
-}
-
 // QuarantineEntry reads one held hook whole (headers and body), for a caller with quarantine:read that sees its
 // tenant (ErrForbidden otherwise; store.ErrNotFound when the pen does not hold it).
 func (x *API) QuarantineEntry(c Caller, receivedAt int64, id [16]byte) (store.QuarantineEntry, error) {

@@ -8,9 +8,8 @@
 //
 // Invariants:
 //  1. Every read and change the console makes is a call of the admin API as the signed-in principal
-//     (admin.API.Serve: the same routes, scope and tenant checks), or one of admin's in-process reads that
-//     apply the same checks (admin.API.Hook, admin.API.QuarantineEntry): the console can do nothing the API
-//     refuses to that principal.
+//     (admin.API.Serve: the same routes, scope and tenant checks), or admin's one in-process read that applies
+//     the same checks (admin.API.QuarantineEntry): the console can do nothing the API refuses that principal.
 //  2. A session lives in this process only: the cookie holds a random session id (never the token), the server
 //     keeps its SHA-256 with the principal, an idle and an absolute expiry. A restarted console forgets its
 //     sessions: operators sign in again.

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,37 +128,58 @@ func (c *Console) hook(w http.ResponseWriter, r *http.Request, s *session) {
 		c.render(w, r, http.StatusBadRequest, "hook", s, v)
 		return
 	}
-	rec, seg, loc, err := c.api.Hook(s.caller, id)
-	if !errors.Is(err, store.ErrNotFound) && c.readFailed(w, r, s, "hooks", "hook", "dlq:read", err) {
-		return
-	}
-	d := map[string]any{"ID": id.String()}
-	if seg != nil {
-		d["Archive"] = map[string]any{"Segment": seg.SegmentKey, "Index": seg.IndexKey, "Offset": loc.Offset,
-			"Length": loc.Length, "First": seg.FirstSeq, "Last": seg.LastSeq}
-	}
-	if err != nil {
-		v.Message = "The store holds no hook with this id."
-		if seg != nil {
-			v.Message = "The store no longer holds this hook: it was archived."
-		}
-		v.Data = d
+	a := c.call(r, s, "GET", "/v1/hooks/"+id.String(), nil, nil)
+	switch {
+	case a.status == http.StatusNotFound:
+		// The API answers 404 alike for an id nobody stored and for another tenant's hook.
+		v.Message = "No hook with this id that " + s.caller.Name() + " may see (the API answered 404 not_found)."
+		v.Data = map[string]any{"ID": id.String()}
 		c.render(w, r, http.StatusNotFound, "hook", s, v)
 		return
+	case !a.ok():
+		c.refused(w, r, s, "hooks", a)
+		return
 	}
-	h := rec.Hook
-	d["Found"], d["Seq"], d["Tenant"], d["Source"], d["ReceivedAt"] = true, rec.Seq, h.Tenant, h.Source, h.ReceivedAt
-	d["ContentType"], d["Size"], d["Verification"], d["Flagged"], d["DedupeKey"] = h.ContentType, len(h.Body),
-		cmpOr(h.Verification.String(), "unknown"), h.Flagged, h.DedupeKey
-	hs := make([]headerView, 0, len(h.Headers))
-	for _, x := range h.Headers {
-		hs = append(hs, headerView{x.Name, x.Value})
+	h := a.body
+	body, _ := base64.StdEncoding.DecodeString(str(h["body_base64"]))
+	d := map[string]any{"ID": id.String(), "Found": true, "Where": h["where"], "Seq": h["seq"],
+		"Tenant": h["tenant_id"], "Source": h["source_id"], "ReceivedAt": h["received_at"],
+		"ContentType": h["content_type"], "Size": len(body), "Verification": cmpOr(str(h["verification"]), "unknown"),
+		"Flagged": h["flagged"] == true, "DedupeKey": h["dedupe_key"], "Archive": h["archive"]}
+	var hs []headerView
+	for _, x := range list(h["headers"]) {
+		hs = append(hs, headerView{str(x["name"]), str(x["value"])})
 	}
 	d["Headers"] = hs
-	d["Body"], d["Pretty"], d["Truncated"], d["Binary"] = bodyView(h.Body, h.ContentType)
-	d["Sinks"] = sinkStates(c.api.Config(), h.Source, rec.Rows)
+	d["Body"], d["Pretty"], d["Truncated"], d["Binary"] = bodyView(body, str(h["content_type"]))
+	if h["where"] == "live" {
+		d["Sinks"] = sinkStates(c.api.Config(), str(h["source_id"]), list(h["deliveries"]))
+	}
 	v.Data = d
 	c.render(w, r, http.StatusOK, "hook", s, v)
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// list reads a JSON array of objects.
+func list(v any) []map[string]any {
+	xs, _ := v.([]any)
+	out := make([]map[string]any, 0, len(xs))
+	for _, x := range xs {
+		if m, ok := x.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func num(v any) int64 {
+	n, _ := v.(json.Number)
+	i, _ := n.Int64()
+	return i
 }
 
 // bodyView is the body as a page shows it: at most bodyViewCap bytes, JSON indented when it parses.
@@ -178,11 +200,11 @@ func bodyView(b []byte, contentType string) (text string, pretty, truncated, bin
 }
 
 // sinkStates is each sink of the hook's source with the state of its delivery: a row still held tells it
-// (pending, retrying, dead); a sink without one was delivered.
-func sinkStates(cfg *config.Config, source string, rows []store.DeliveryRow) []sinkState {
+// (pending, retrying, dead-lettered); a sink without one was delivered.
+func sinkStates(cfg *config.Config, source string, rows []map[string]any) []sinkState {
 	n := len(cfg.Sources[source].Sinks)
 	for _, row := range rows {
-		n = max(n, int(row.SinkIndex)+1)
+		n = max(n, int(num(row["sink_index"]))+1)
 	}
 	out := make([]sinkState, n)
 	for i := range out {
@@ -192,17 +214,22 @@ func sinkStates(cfg *config.Config, source string, rows []store.DeliveryRow) []s
 		}
 	}
 	for _, row := range rows {
-		st := &out[row.SinkIndex]
-		st.Type, st.Attempts, st.Error, st.ReplayID = cmpOr(row.SinkType, st.Type), row.Attempts, row.LastError, row.ReplayID
-		switch row.State {
-		case store.StatePending:
-			st.State, st.DueAt = "pending", row.DueAt
-		case store.StateScheduled:
-			st.State, st.DueAt = "retrying", row.DueAt
-		case store.StateDead:
-			st.State, st.DeadAt, st.Error = "dead-lettered", row.DeadAt, cmpOr(row.DeadReason, row.LastError)
+		i := int(num(row["sink_index"]))
+		if i < 0 || i >= n {
+			continue
+		}
+		st := &out[i]
+		st.Type, st.Attempts = cmpOr(str(row["sink_type"]), st.Type), uint32(num(row["attempts"]))
+		st.Error, st.ReplayID = str(row["last_error"]), str(row["replay_id"])
+		switch str(row["state"]) {
+		case "pending":
+			st.State, st.DueAt = "pending", num(row["due_at"])
+		case "scheduled":
+			st.State, st.DueAt = "retrying", num(row["due_at"])
+		case "dead":
+			st.State, st.DeadAt, st.Error = "dead-lettered", num(row["dead_at"]), cmpOr(str(row["dead_reason"]), st.Error)
 		default:
-			st.State = fmt.Sprintf("state %d", row.State)
+			st.State = cmpOr(str(row["state"]), "unknown")
 		}
 	}
 	return out
