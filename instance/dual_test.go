@@ -24,15 +24,34 @@ import (
 
 const intakeTopic = "ankusa-intake"
 
-// newIntakeCluster is a three-broker kfake cluster seeded with the intake topic; it closes when the test ends.
-func newIntakeCluster(t *testing.T) *kfake.Cluster {
+// intakeCluster is a three-broker kfake cluster seeded with the intake topic, on fixed ports with its data on
+// disk, so it can be stopped and started again as the same cluster; it closes when the test ends.
+type intakeCluster struct {
+	t     *testing.T
+	ports []int
+	dir   string
+	c     *kfake.Cluster
+}
+
+func newIntakeCluster(t *testing.T) *intakeCluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(3, intakeTopic))
-	if err != nil {
-		t.Fatal(err)
+	ic := &intakeCluster{t: t, dir: t.TempDir()}
+	for range 3 {
+		ic.ports = append(ic.ports, closedPort(t))
 	}
-	t.Cleanup(c.Close)
-	return c
+	ic.start()
+	t.Cleanup(func() { ic.c.Close() })
+	return ic
+}
+
+func (ic *intakeCluster) start() {
+	ic.t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.Ports(ic.ports...), kfake.SeedTopics(3, intakeTopic),
+		kfake.DataDir(ic.dir), kfake.SyncWrites())
+	if err != nil {
+		ic.t.Fatal(err)
+	}
+	ic.c = c
 }
 
 // withDual runs wal.type dual against brokers, with a deduped source "sample" (key: header X-Event-Id).
@@ -126,8 +145,20 @@ func hexID(id string) string { return strings.ReplaceAll(id, "-", "") }
 // touched; a retry of a held hook is intake_pending; when the brokers return the reconciler publishes every
 // held hook, and the retry is 201 duplicate with the first id.
 func TestNoAckWithoutIntakeConfirm(t *testing.T) {
-	c := newIntakeCluster(t)
-	brokers := c.ListenAddrs()
+	t.Run("partitioned", func(t *testing.T) {
+		var h *kfake.FaultHandle
+		noAckWithoutIntakeConfirm(t, func(ic *intakeCluster) {
+			h = ic.c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: intakeTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+		}, func(*intakeCluster) { h.Remove() })
+	})
+	t.Run("stopped", func(t *testing.T) {
+		noAckWithoutIntakeConfirm(t, func(ic *intakeCluster) { ic.c.Close() }, func(ic *intakeCluster) { ic.start() })
+	})
+}
+
+func noAckWithoutIntakeConfirm(t *testing.T, down, up func(*intakeCluster)) {
+	ic := newIntakeCluster(t)
+	brokers := ic.c.ListenAddrs()
 	inst := start(t, "dual", withDual(brokers, "node-a"))
 	waitRecovered(t, inst)
 
@@ -140,7 +171,7 @@ func TestNoAckWithoutIntakeConfirm(t *testing.T) {
 		acked = append(acked, a.id)
 	}
 
-	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: intakeTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+	down(ic)
 	var held []string // events synced here whose publish failed
 	refusedBefore := 0
 	for i := range 6 {
@@ -173,7 +204,7 @@ func TestNoAckWithoutIntakeConfirm(t *testing.T) {
 		t.Fatalf("retry of a held hook = %+v, want 503 intake_pending", a)
 	}
 
-	h.Remove()
+	up(ic)
 	poll.True(t, 20*time.Second, "pending set empty, breaker closed", func() bool { return inst.Intake().PendingCount() == 0 && inst.Intake().Ready() })
 	for _, ev := range held {
 		a := postEvent(t, inst, ev)
