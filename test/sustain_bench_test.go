@@ -173,8 +173,10 @@ func BenchmarkSustainableRate(b *testing.B) {
 		b.Logf("ingest only (64 connections, closed loop): %.0f hooks/s", ingest)
 		for _, typ := range []string{"http", "log"} {
 			best, lines := searchRate(b, typ, ingest, d)
+			// Trials go to stdout: the testing package keeps only the first ten lines of a benchmark's log,
+			// which the results below must be among.
 			for _, l := range lines {
-				b.Logf("%s sink %s", typ, l)
+				fmt.Printf("sustain: %s sink %s\n", typ, l)
 			}
 			b.Logf("SUSTAINABLE %s sink: %.0f hooks/s = %.2f x the ingest-only rate %.0f hooks/s (over %v per trial)",
 				typ, best, best/ingest, ingest, d)
