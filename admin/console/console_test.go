@@ -239,6 +239,26 @@ func TestConsoleInBrowser(t *testing.T) {
 		return
 	}
 
+	if !t.Run("KeyboardAndLabels", func(t *testing.T) {
+		// Every visible control has a label, and the first Tab reaches the skip link, on every page.
+		const unlabelled = `Array.from(document.querySelectorAll("input:not([type=hidden]), button, select, textarea"))
+			.filter(function(e){ return !(e.labels && e.labels.length) && !e.getAttribute("aria-label") && !e.textContent.trim(); })
+			.map(function(e){ return e.outerHTML; }).join(" ")`
+		for _, path := range []string{"/console/", "/console/sources", "/console/hooks", "/console/dlq", "/console/quarantine",
+			"/console/replays", "/console/audit"} {
+			run(t, tab, "open "+path, chromedp.Navigate(base+path), chromedp.WaitVisible(chromedp.ID("main")),
+				chromedp.KeyEvent("\t"))
+			if bad := get(t, tab, "labels of "+path, chromedp.Evaluate[string](unlabelled)); bad != "" {
+				t.Fatalf("%s: controls without a label: %s", path, bad)
+			}
+			if f := get(t, tab, "focus on "+path, chromedp.Evaluate[string](`document.activeElement.className`)); f != "skip" {
+				t.Fatalf("%s: the first Tab focused %q, want the skip link", path, f)
+			}
+		}
+	}) {
+		return
+	}
+
 	var deadID string
 	if !t.Run("DLQReplay", func(t *testing.T) {
 		rc.failing.Store(true)
