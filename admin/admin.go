@@ -42,6 +42,8 @@ type Deps struct {
 	// FetchArchived reads an archived hook (storage.FetchVisible: ErrNotFound, ErrGone); nil without the
 	// storage role.
 	FetchArchived func(ctx context.Context, id [16]byte) (store.Hook, error)
+	// EraseTenant starts or joins a tenant erase job and waits up to wait for it (nil without a store).
+	EraseTenant func(ctx context.Context, tenant string, e store.AuditEntry, wait time.Duration) (EraseStatus, error)
 	// SetLogLevel sets the instance's log level at runtime.
 	SetLogLevel func(zerolog.Level)
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).

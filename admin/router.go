@@ -24,6 +24,7 @@ const (
 	scopeQuarantineRead  = "quarantine:read"
 	scopeQuarantineWrite = "quarantine:write"
 	scopeLogLevelWrite   = "log_level:write"
+	scopeTenantsWrite    = "tenants:write"
 	scopeAuditRead       = "audit:read"
 )
 
@@ -46,6 +47,7 @@ func (a *api) routes() []route {
 		{"GET", "/v1/wal", scopes(scopeConfigRead, scopeMetricsRead), a.wal},
 		{"GET", "/v1/dlq", scopes(scopeDLQRead), a.dlq},
 		{"GET", "/v1/hooks/{id}", scopes(scopeDLQRead), a.getHook},
+		{"DELETE", "/v1/tenants/{tenant}", scopes(scopeTenantsWrite), a.eraseTenant},
 		{"POST", "/v1/replays", scopes(scopeReplaysWrite), a.createReplay},
 		{"GET", "/v1/replays", scopes(scopeReplaysWrite, scopeDLQRead), a.listReplays},
 		{"GET", "/v1/replays/{id}", scopes(scopeReplaysWrite, scopeDLQRead), a.getReplay},

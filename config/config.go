@@ -213,6 +213,9 @@ type Debug struct {
 	// message it receives (re-armed every 10 ms), as a bug that crashes it each time would. Requires
 	// Chaos.
 	KillFile string `yaml:"kill_file"`
+	// EraseKillStage, when set, makes a tenant erase job SIGKILL the process right after it synced this stage
+	// (rows, fleet or commit), as a kill -9 there would: the black-box test of the job's resumption.
+	EraseKillStage string `yaml:"erase_kill_stage"`
 }
 
 // Batcher sizes the per-partition batchers and the writer's group commit.

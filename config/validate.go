@@ -133,6 +133,13 @@ func (c *Config) validate(ps *problems) {
 	if c.Debug.KillFile != "" && !c.Debug.Chaos {
 		ps.add("debug.kill_file", "requires debug.chaos: true (kill injection is off without it)")
 	}
+	if k := c.Debug.EraseKillStage; k != "" {
+		if !c.Debug.Chaos {
+			ps.add("debug.erase_kill_stage", "requires debug.chaos: true (kill injection is off without it)")
+		} else if k != "rows" && k != "fleet" && k != "commit" {
+			ps.oneOf("debug.erase_kill_stage", []string{"rows", "fleet", "commit"}, k)
+		}
+	}
 
 	c.validateTrust(ps)
 	c.validateStorage(ps)

@@ -173,6 +173,9 @@ type Edge struct {
 	// direct publishes to the sinks under wal.type none; nil under disk, where the
 	// batchers commit.
 	direct *Publisher
+	// closed holds the tenants being erased (copy on write; nil when none): their hooks are 503 tenant_erasing.
+	closed   atomic.Pointer[map[string]struct{}]
+	closedMu sync.Mutex
 	// fleet is the fleet store under rate_limits.scope or dedupe.scope fleet; nil otherwise (fleet.go).
 	fleet *fleet.Store
 	// intake is the intake log under wal.type dual (intake.go); nil otherwise.

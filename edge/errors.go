@@ -51,6 +51,8 @@ var (
 	refuseTooManyConns   = &RefusedError{Status: 429, Reason: "too_many_connections", RetryAfter: 1}
 	// refuseDedupePending: another node holds the event key pending (fleet dedupe); its commit may still fail.
 	refuseDedupePending = &RefusedError{Status: 409, Reason: "dedupe_pending", RetryAfter: 1}
+	// refuseTenantErasing: the tenant is being erased; nothing of it is taken until the erase is done.
+	refuseTenantErasing = &RefusedError{Status: 503, Reason: "tenant_erasing", RetryAfter: 5}
 	// refuseBodyRead carries no detail: the read error's text names the node's addresses.
 	refuseBodyRead       = &RefusedError{Status: 400, Reason: "body_read_failed"}
 	refuseLengthRequired = &RefusedError{Status: 411, Reason: "length_required"}

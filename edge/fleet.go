@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -102,4 +103,41 @@ func (e *Edge) settleClaim(c fleet.Claim, rq *request, end ending, err error) {
 	if err != nil && !errors.Is(err, fleet.ErrBreakerOpen) {
 		e.log.Warn().Err(err).Msg("fleet dedupe claim not settled; it expires with its pending TTL")
 	}
+}
+
+// CloseTenant makes every hook of tenant 503 tenant_erasing (a tenant erase has begun); OpenTenant ends it.
+func (e *Edge) CloseTenant(tenant string) { e.setClosed(tenant, true) }
+
+// OpenTenant takes hooks of tenant again.
+func (e *Edge) OpenTenant(tenant string) { e.setClosed(tenant, false) }
+
+// ForgetTenant drops what the edge holds of tenant in memory and, under fleet scope, its fleet buckets.
+func (e *Edge) ForgetTenant(ctx context.Context, tenant string) error {
+	e.limits.tenantHooks.Reset(tenant)
+	e.limits.tenantBytes.Reset(tenant)
+	if e.fleet != nil && e.set.FleetRates {
+		return e.fleet.ForgetTenant(ctx, tenant)
+	}
+	return nil
+}
+
+func (e *Edge) setClosed(tenant string, closed bool) {
+	e.closedMu.Lock()
+	defer e.closedMu.Unlock()
+	m := map[string]struct{}{}
+	if old := e.closed.Load(); old != nil {
+		for t := range *old {
+			m[t] = struct{}{}
+		}
+	}
+	if closed {
+		m[tenant] = struct{}{}
+	} else {
+		delete(m, tenant)
+	}
+	if len(m) == 0 {
+		e.closed.Store(nil)
+		return
+	}
+	e.closed.Store(&m)
 }

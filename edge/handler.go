@@ -253,6 +253,11 @@ func (e *Edge) resolveSource(rq *request) error {
 // checkBeforeRead runs the framing check, the pre-read admission (rates, the tenant's
 // body cap) and the header check: everything that can refuse before a body byte is read.
 func (e *Edge) checkBeforeRead(rq *request) error {
+	if m := e.closed.Load(); m != nil {
+		if _, ok := (*m)[rq.tenant]; ok {
+			return refuseTenantErasing
+		}
+	}
 	if !framed(&rq.ctx.Request.Header) {
 		return refuseLengthRequired
 	}

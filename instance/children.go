@@ -99,6 +99,9 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 	d.Console = func(api *admin.API) (http.Handler, error) {
 		return console.New(api, console.Options{Log: d.Log.With().Str("component", "console").Logger()})
 	}
+	if cfg.WAL.Type != config.WALNone {
+		d.EraseTenant = i.erase.erase
+	}
 	if i.blob != nil {
 		d.FetchArchived = func(ctx context.Context, id [16]byte) (store.Hook, error) {
 			db := i.db.Load()

@@ -62,6 +62,7 @@ type Instance struct {
 	disp   *dispatch.Dispatcher
 	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
 	fleet  *fleet.Store    // rate_limits.scope or dedupe.scope fleet: the shared Redis
+	erase  *eraser         // tenant erase jobs (erase.go)
 	dual   *intake.Dual    // wal.type dual: the intake log's committer, reconciler and recovery
 	ilog   *intake.Log
 	kill   *actors.Kill
@@ -91,6 +92,7 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 		return nil, err
 	}
 	i := &Instance{cfg: cfg, opts: opts, health: &edge.Health{}, kill: actors.NewKill()}
+	i.erase = newEraser(i)
 	// The level can change at runtime (PUT /v1/log-level): the logger lets debug events through and the hook
 	// drops those below the instance's level, so every logger derived from it follows the change.
 	base := opts.Log.GetLevel()
@@ -297,6 +299,9 @@ func (i *Instance) Start() error {
 		return fmt.Errorf("instance %s: cannot start: %w", cfg.Instance, err)
 	}
 	i.tree = tree
+	if cfg.WAL.Type != config.WALNone {
+		i.erase.resumeWhenOpen()
+	}
 	if i.dual != nil {
 		// The store is open: recovery replays the log, then the reconciler runs; nothing is served before.
 		i.dual.Start()
@@ -439,6 +444,7 @@ func (i *Instance) Drain(ctx context.Context) error {
 func (i *Instance) Stop() error {
 	i.stopOnce.Do(func() {
 		i.debug.Stop()
+		i.erase.close()
 		if i.dual != nil {
 			i.dual.Stop() // the reconciler; the writer's groups still await their confirms below
 		}
