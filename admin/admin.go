@@ -15,6 +15,7 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/dispatch"
+	"github.com/ankusa-go/ankusa/sources"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -46,6 +47,10 @@ type Deps struct {
 	EraseTenant func(ctx context.Context, tenant string, e store.AuditEntry, wait time.Duration) (EraseStatus, error)
 	// SetLogLevel sets the instance's log level at runtime.
 	SetLogLevel func(zerolog.Level)
+	// Sources are the file's and the API-managed sources (nil: sources routes answer 503).
+	Sources *sources.Set
+	// Lifecycle flags source changes for lifecycle publication (lifecycle.sinks set).
+	Lifecycle bool
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).
 	LogLevel func() zerolog.Level
 	// Gatherer is the instance's registry, read by the console's overview (nil: no figures).

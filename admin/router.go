@@ -26,6 +26,8 @@ const (
 	scopeLogLevelWrite   = "log_level:write"
 	scopeTenantsWrite    = "tenants:write"
 	scopeAuditRead       = "audit:read"
+	scopeSourcesRead     = "sources:read"
+	scopeSourcesWrite    = "sources:write"
 )
 
 func scopes(s ...string) []string { return s }
@@ -60,6 +62,10 @@ func (a *api) routes() []route {
 		{"POST", "/v1/quarantine/release", scopes(scopeQuarantineWrite), a.releaseQuarantine},
 		{"PUT", "/v1/log-level", scopes(scopeLogLevelWrite), a.setLogLevel},
 		{"GET", "/v1/audit", scopes(scopeAuditRead), a.listAudit},
+		{"GET", "/v1/tenants/{tenant}/sources", scopes(scopeSourcesRead, scopeSourcesWrite), a.listSources},
+		{"GET", "/v1/tenants/{tenant}/sources/{name}", scopes(scopeSourcesRead, scopeSourcesWrite), a.getSource},
+		{"PUT", "/v1/tenants/{tenant}/sources/{name}", scopes(scopeSourcesWrite), a.putSource},
+		{"DELETE", "/v1/tenants/{tenant}/sources/{name}", scopes(scopeSourcesWrite), a.deleteSource},
 	}
 }
 

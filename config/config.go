@@ -53,6 +53,8 @@ type Config struct {
 	Health     Health     `yaml:"health"`
 	// Audit is the trail of operator changes (admin API).
 	Audit Audit `yaml:"audit"`
+	// SourceStore is where the sources managed through the admin API live (the file's are always read-only).
+	SourceStore SourceStore `yaml:"source_store"`
 	// Debug holds test-only switches; every one is off by default and none belongs in production.
 	Debug Debug `yaml:"debug"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
@@ -189,6 +191,22 @@ type Intake struct {
 	MaxInflight         int    `yaml:"max_inflight"`          // default 8; groups awaiting their confirm; > 0
 	MaxRecordBytes      int    `yaml:"max_record_bytes"`      // default 900000; a group is split into records of at most this; >= 65536
 }
+
+// SourceStore is source_store (inventory G.2).
+type SourceStore struct {
+	// Type is persistent (default: this node's store), static (the file only: every API write is 409) or
+	// redis (a Redis shared by a fleet, source_store.redis).
+	Type string `yaml:"type"`
+	// Redis is the shared store of type redis (key_prefix default "ankusa:sources:").
+	Redis FleetStore `yaml:"redis"`
+}
+
+// Source store types (source_store.type).
+const (
+	SourceStoreStatic     = "static"
+	SourceStorePersistent = "persistent"
+	SourceStoreRedis      = "redis"
+)
 
 // Health tunes the readiness checks (/ready).
 type Health struct {

@@ -391,8 +391,10 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		// Inventory B.3 health.sink_error_window_ms: "?", ours.
 		Health: Health{SinkErrorWindowMS: 30_000},
 		// Inventory G.6: audit.retention_days 365.
-		Audit:   Audit{RetentionDays: 365},
-		Sources: map[string]Source{},
+		Audit: Audit{RetentionDays: 365},
+		// Inventory G.2: SourceStore.Persistent, ours as the default (the file's sources stay read-only).
+		SourceStore: SourceStore{Type: "persistent", Redis: FleetStore{KeyPrefix: "ankusa:sources:"}},
+		Sources:     map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Fatalf("Default()\n got %+v\nwant %+v", d, want)

@@ -59,13 +59,14 @@ func Default() *Config {
 		RateLimits: RateLimits{Scope: ScopeNode},
 		Fleet: Fleet{Store: FleetStore{KeyPrefix: "ankusa:fleet:"}, TimeoutMS: 50, BreakerFailures: 3,
 			BreakerOpenMS: 5000},
-		Store:      Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
-		Storage:    defaultStorage(),
-		Backup:     defaultBackup(),
-		ClaimCheck: defaultClaimCheck(),
-		Health:     Health{SinkErrorWindowMS: 30_000},
-		Audit:      Audit{RetentionDays: 365},
-		Sources:    map[string]Source{},
+		Store:       Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
+		Storage:     defaultStorage(),
+		Backup:      defaultBackup(),
+		ClaimCheck:  defaultClaimCheck(),
+		Health:      Health{SinkErrorWindowMS: 30_000},
+		Audit:       Audit{RetentionDays: 365},
+		SourceStore: SourceStore{Type: SourceStorePersistent, Redis: FleetStore{KeyPrefix: "ankusa:sources:"}},
+		Sources:     map[string]Source{},
 	}
 	return c
 }

@@ -92,6 +92,12 @@ func (c *Config) validate(ps *problems) {
 	}
 	c.validatePrincipals(ps)
 	positive(ps, "audit.retention_days", c.Audit.RetentionDays)
+	switch ss := c.SourceStore; {
+	case !slices.Contains([]string{SourceStoreStatic, SourceStorePersistent, SourceStoreRedis}, ss.Type):
+		ps.oneOf("source_store.type", []string{SourceStoreStatic, SourceStorePersistent, SourceStoreRedis}, ss.Type)
+	case ss.Type == SourceStoreRedis && ss.Redis.Addr == "":
+		ps.add("source_store.redis.addr", "is required when source_store.type is redis")
+	}
 
 	if !slices.Contains(walTypes, c.WAL.Type) {
 		ps.oneOf("wal.type", walTypes, c.WAL.Type)

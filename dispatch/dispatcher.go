@@ -88,6 +88,14 @@ type Dispatcher struct {
 	log    zerolog.Logger
 	now    func() time.Time
 	routes map[string][]route // source id → its sinks, by index
+	// dyn holds the sinks of the API-managed sources (SetSources), swapped whole on every change; sinks it
+	// replaced are closed with the dispatcher, as an attempt may still hold one.
+	dyn     atomic.Pointer[map[string][]route]
+	dynMu   sync.Mutex // serialises SetSources; guards retired
+	retired []sinks.Sink
+	reg     *sinks.Registry
+	deps    sinks.Deps
+	retry   config.Retry // dispatch.retry, for an API source without its own
 	// claimAt is each source's claim threshold (sinks.ClaimThreshold); a source without one never claims.
 	claimAt map[string]int
 	claim   sinks.ClaimCheckIn // nil: no claim check (claim.go)
@@ -119,16 +127,14 @@ func New(cfg *config.Config, db func() Store, reg *sinks.Registry, tel *telemetr
 		now: time.Now, routes: map[string][]route{}, claimAt: map[string]int{}, claiming: map[uint64]*claimCall{}, rand: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 	}
 	deps := sinks.Deps{Instance: cfg.Instance, Log: tel.Log}
+	d.reg, d.deps, d.retry = reg, deps, cfg.Dispatch.Retry
 	for id, src := range cfg.Sources {
-		policy := PolicyFrom(cfg.RetryOf(id))
-		for i, spec := range src.Sinks {
-			s, err := reg.New(spec, deps)
-			if err != nil {
-				d.Close()
-				return nil, fmt.Errorf("dispatch: source %s sink %d: %w", id, i, err)
-			}
-			d.routes[id] = append(d.routes[id], route{sink: s, typ: spec.Type, ordered: spec.Ordered, forward: sinks.Forward{Allow: src.ForwardHeaders, Proxy: src.ForwardProxyHeaders}, policy: policy})
+		rs, err := buildRoutes(reg, deps, id, src, cfg.RetryOf(id))
+		if err != nil {
+			d.Close()
+			return nil, err
 		}
+		d.routes[id] = rs
 		ss := make([]sinks.Sink, len(d.routes[id]))
 		for i, r := range d.routes[id] {
 			ss[i] = r.sink
@@ -140,6 +146,57 @@ func New(cfg *config.Config, db func() Store, reg *sinks.Registry, tel *telemetr
 	return d, nil
 }
 
+// buildRoutes builds the sinks of source id (closing those it built when one fails).
+func buildRoutes(reg *sinks.Registry, deps sinks.Deps, id string, src config.Source, retry config.Retry) ([]route, error) {
+	policy := PolicyFrom(retry)
+	var rs []route
+	for i, spec := range src.Sinks {
+		s, err := reg.New(spec, deps)
+		if err != nil {
+			for _, r := range rs {
+				_ = r.sink.Close()
+			}
+			return nil, fmt.Errorf("dispatch: source %s sink %d: %w", id, i, err)
+		}
+		rs = append(rs, route{sink: s, typ: spec.Type, ordered: spec.Ordered,
+			forward: sinks.Forward{Allow: src.ForwardHeaders, Proxy: src.ForwardProxyHeaders}, policy: policy})
+	}
+	return rs, nil
+}
+
+// SetSources replaces the sinks of the API-managed sources (keyed by source id), so a changed source's rows
+// go to its new sinks without a restart. A sink that cannot be built fails the whole set and keeps the
+// previous one.
+func (d *Dispatcher) SetSources(srcs map[string]config.Source) error {
+	d.dynMu.Lock()
+	defer d.dynMu.Unlock()
+	next := make(map[string][]route, len(srcs))
+	for id, src := range srcs {
+		retry := d.retry
+		if src.Retry != nil {
+			retry = *src.Retry
+		}
+		rs, err := buildRoutes(d.reg, d.deps, id, src, retry)
+		if err != nil {
+			for _, built := range next {
+				for _, r := range built {
+					_ = r.sink.Close()
+				}
+			}
+			return err
+		}
+		next[id] = rs
+	}
+	if prev := d.dyn.Swap(&next); prev != nil {
+		for _, rs := range *prev {
+			for _, r := range rs {
+				d.retired = append(d.retired, r.sink)
+			}
+		}
+	}
+	return nil
+}
+
 // Close closes every sink.
 func (d *Dispatcher) Close() {
 	for _, rs := range d.routes {
@@ -147,6 +204,19 @@ func (d *Dispatcher) Close() {
 			_ = r.sink.Close()
 		}
 	}
+	d.dynMu.Lock()
+	defer d.dynMu.Unlock()
+	if dyn := d.dyn.Load(); dyn != nil {
+		for _, rs := range *dyn {
+			for _, r := range rs {
+				_ = r.sink.Close()
+			}
+		}
+	}
+	for _, s := range d.retired {
+		_ = s.Close()
+	}
+	d.retired = nil
 }
 
 // uniform draws from [0, 1) for retry jitter.
@@ -159,6 +229,11 @@ func (d *Dispatcher) uniform() float64 {
 // route finds the sink a row was bound to; false when the source or the sink is gone.
 func (d *Dispatcher) route(source string, index uint16) (route, bool) {
 	rs, ok := d.routes[source]
+	if !ok {
+		if dyn := d.dyn.Load(); dyn != nil {
+			rs, ok = (*dyn)[source]
+		}
+	}
 	if !ok || int(index) >= len(rs) {
 		return route{}, false
 	}

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/store"
@@ -104,4 +105,55 @@ func (e *Edge) mintURLTenant(src *Source, tenant string) error {
 		return ErrUnknownSource
 	}
 	return nil
+}
+
+// LayeredSources is the edge's source store when sources are also managed through the admin API: the file's
+// sources first (read-only), then the API-managed ones, swapped whole by Set on every change so a changed
+// source is picked up without a restart. While the API store cannot answer (Fail), a source the file does not
+// name is ErrSourcesUnavailable (503), never ErrUnknownSource: a source is not reported gone because its store
+// is down.
+type LayeredSources struct {
+	static *StaticSources
+	dyn    atomic.Pointer[dynamicSources]
+}
+
+type dynamicSources struct {
+	s   *StaticSources
+	err error
+}
+
+// NewLayeredSources layers API-managed sources over static; it answers ErrSourcesUnavailable for any other
+// source until the first Set.
+func NewLayeredSources(static *StaticSources) *LayeredSources {
+	l := &LayeredSources{static: static}
+	l.dyn.Store(&dynamicSources{err: ErrSourcesUnavailable})
+	return l
+}
+
+// Set replaces the API-managed sources (keyed by source id). A source whose trust cannot be built fails the
+// whole set and keeps the previous one.
+func (l *LayeredSources) Set(cfg map[string]config.Source) error {
+	s, err := NewStaticSources(cfg)
+	if err != nil {
+		return err
+	}
+	l.dyn.Store(&dynamicSources{s: s})
+	return nil
+}
+
+// Fail marks the API-managed sources unavailable (their store cannot answer) until the next Set.
+func (l *LayeredSources) Fail(err error) {
+	l.dyn.Store(&dynamicSources{err: fmt.Errorf("%w: %w", ErrSourcesUnavailable, err)})
+}
+
+// Lookup implements SourceStore.
+func (l *LayeredSources) Lookup(id []byte) (*Source, error) {
+	if src, err := l.static.Lookup(id); err == nil {
+		return src, nil
+	}
+	d := l.dyn.Load()
+	if d.err != nil {
+		return nil, ErrSourcesUnavailable
+	}
+	return d.s.Lookup(id)
 }

@@ -81,6 +81,7 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 		Metrics: i.tel.Handler(), Principals: ps, Dispatcher: i.disp, SetLogLevel: i.SetLogLevel,
 		LogLevel: func() zerolog.Level { return zerolog.Level(i.level.Load()) },
 		Store:    func() *store.DB { return i.db.Load() },
+		Sources:  i.sources,
 		Ready: func(now time.Time) (bool, map[string]any) {
 			ok, status, st := i.health.Ready(now)
 			body := map[string]any{"status": status, "instance": cfg.Instance, "store": st}

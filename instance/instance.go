@@ -21,6 +21,7 @@ import (
 	"github.com/ankusa-go/ankusa/intake"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
+	"github.com/ankusa-go/ankusa/sources"
 	"github.com/ankusa-go/ankusa/storage"
 	"github.com/ankusa-go/ankusa/storage/backup"
 	"github.com/ankusa-go/ankusa/storage/blob"
@@ -65,9 +66,14 @@ type Instance struct {
 	erase  *eraser         // tenant erase jobs (erase.go)
 	dual   *intake.Dual    // wal.type dual: the intake log's committer, reconciler and recovery
 	ilog   *intake.Log
-	kill   *actors.Kill
-	tree   *supervision.Tree
-	blob   blob.Store // the storage role's blob store
+	// sources are the file's and the API-managed sources (source_store); layered is the edge's view of them.
+	sources      *sources.Set
+	redisSources *sources.Redis // source_store.type redis
+	layered      *edge.LayeredSources
+	sourcesMu    sync.Mutex // serialises applySources
+	kill         *actors.Kill
+	tree         *supervision.Tree
+	blob         blob.Store // the storage role's blob store
 	// claimStore is the claim blob store, opened once (claimBlob) for the gateway and the check-ins.
 	claimStore blob.Store
 
@@ -156,6 +162,7 @@ func (i *Instance) Start() error {
 		return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 	}
 
+	i.newSources()
 	children := []supervision.ChildSpec{
 		{Name: "metrics", Props: i.withKill(newGaugesProps(i)), Domain: "metrics", Isolated: true},
 		{Name: "store", Props: i.withKill(newStoreProps(i)), Domain: "core"},
@@ -173,20 +180,21 @@ func (i *Instance) Start() error {
 		// Audit rows a crash left pending are settled at boot; rows past audit.retention_days are pruned.
 		{Name: "audit-sweeper", Domain: "sweeper", Isolated: true,
 			Props: i.withKill(store.NewAuditSweeperProps(i.db.Load, time.Duration(cfg.Audit.RetentionDays)*24*time.Hour,
-				time.Minute, false, nil))},
+				time.Minute, false, i.settleSource()))},
 	}...)
 	if cfg.HasRole("edge") {
-		sources, err := edge.NewStaticSources(cfg.Sources)
+		static, err := edge.NewStaticSources(cfg.Sources)
 		if err != nil {
 			i.system.Shutdown()
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
+		i.layered = edge.NewLayeredSources(static)
 		set := edge.SettingsFrom(cfg)
 		set.WrapListener = i.opts.WrapIngestListener
 		// A commit writes an archive obligation only while a compactor runs to clear it (inventory E.3).
 		set.Archive = cfg.HasRole(config.RoleStorage)
 		i.edge = edge.New(set, i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
-			sources, i.tel, i.health)
+			i.layered, i.tel, i.health)
 		i.edge.SetStore(i.db.Load)
 		if cfg.FleetEnabled() {
 			i.fleet = fleet.New(cfg.Fleet, set.PendingTTL, i.tel.FleetDegraded)
@@ -245,6 +253,9 @@ func (i *Instance) Start() error {
 			}, i.supervisionOptions()),
 		})
 	}
+	// The API-managed sources reach the edge and dispatch once the store is open, then on every change.
+	children = append(children, supervision.ChildSpec{Name: "sources", Domain: "sources", Isolated: true,
+		Props: i.withKill(newSourceWatcherProps(i))})
 	if cfg.HasRole(config.RoleStorage) {
 		spec, err := i.storageChild()
 		if err != nil {
@@ -281,6 +292,9 @@ func (i *Instance) Start() error {
 			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
 		}
 		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(admin.NewProps(deps)), Domain: "admin", Isolated: true})
+	}
+	if i.sources.Kind() == sources.KindStatic {
+		i.applySources() // nothing to wait for
 	}
 	tree, err := supervision.Start(i.system, cfg.Instance, children, i.supervisionOptions())
 	if err != nil {
@@ -470,6 +484,9 @@ func (i *Instance) Stop() error {
 		i.closeFleet()
 		if i.ilog != nil {
 			i.ilog.Close() // after the writer stopped: no group awaits a confirm any more
+		}
+		if i.redisSources != nil {
+			_ = i.redisSources.Close()
 		}
 		i.log.Info().Msg("instance stopped")
 	})

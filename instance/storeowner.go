@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ankusa-go/ankusa/sources"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -64,6 +65,9 @@ func (s *storeOwner) Receive(ctx actor.Context) {
 		}
 		s.i.db.Store(db)
 		s.i.health.SetStoreOpen(true)
+		if s.i.sources != nil && s.i.sources.Kind() == sources.KindPersistent {
+			s.i.applySources() // before ingest opens: an API source is never 503 for want of a load
+		}
 		s.tasks = &task.Group{}
 		stall := time.Duration(s.i.cfg.Store.CommitStallMS) * time.Millisecond
 		s.tasks.Every(max(stall/4, 10*time.Millisecond), func() {
