@@ -24,8 +24,8 @@ func tenantsCommand(c *adminClient) *cobra.Command {
 			if err := c.call("DELETE", "/v1/tenants/"+url.PathEscape(t), q, nil, &job); err != nil || c.output == "json" {
 				return err
 			}
-			return c.table([]string{"TENANT", "STATE", "STAGE", "STARTED", "ERASED"},
-				[][]any{{job["tenant"], job["state"], job["stage"], ms(job["started_at"]), ms(job["erased_at"])}})
+			return c.table([]string{"TENANT", "STATE", "STAGE", "STARTED"},
+				[][]any{{job["tenant"], job["state"], job["stage"], ms(job["started_at"])}})
 		}}
 	erase.Flags().StringVar(&confirm, "confirm", "", "the tenant's name again")
 	tenants.AddCommand(erase)

@@ -111,4 +111,12 @@ func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
 	if code, _, _ = cli(withToken, "tenants", "erase", "acme", "--admin-url", url); code != exitUsage {
 		t.Fatalf("tenants erase without --confirm exits %d, want %d", code, exitUsage)
 	}
+	if code, out, errOut = cli(withToken, "tenants", "erase", "acme", "--confirm", "acme", "--admin-url", url); code != 0 ||
+		!strings.Contains(out, "erased") {
+		t.Fatalf("tenants erase: exit %d, out %q, err %q", code, out, errOut)
+	}
+	t.Logf("ankusa tenants erase acme --confirm acme:\n%s", out)
+	if code, _, errOut = cli(withToken, "hooks", "get", hook, "--admin-url", url); code != exitRefused {
+		t.Fatalf("hooks get of an erased tenant's hook: exit %d, err %q", code, errOut)
+	}
 }
