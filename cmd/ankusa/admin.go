@@ -346,7 +346,7 @@ func adminCommands(stdout io.Writer, env func(string) (string, bool)) []*cobra.C
 	purge.Flags().Int64Var(&until, "until", 0, "received at or before (unix ms)")
 	purge.Flags().Int64Var(&limit, "limit", 0, "hooks (default 1000, at most 10000)")
 	quarantine.AddCommand(qList, release, purge)
-	cmds := []*cobra.Command{dlq, replay, quarantine, hooksCommand(c), tenantsCommand(c)}
+	cmds := []*cobra.Command{dlq, replay, quarantine, hooksCommand(c), tenantsCommand(c), sourcesCommand(c), auditCommand(c)}
 	for _, cmd := range cmds {
 		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitUsage, err: err} })
 	}

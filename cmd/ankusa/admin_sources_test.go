@@ -1,0 +1,72 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/test/fixture"
+)
+
+// Issue 12: `ankusa sources list|apply -f` and `ankusa audit list`, tables by default and -o json.
+func TestSourcesAndAuditCommands(t *testing.T) {
+	const token = "cli-src-token"
+	sum := sha256.Sum256([]byte(token))
+	inst := fixture.Instance(t, "clisrc", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("acme", 1)}
+		cfg.Admin.Principals = []config.Principal{
+			{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]), Scopes: config.AdminScopes, Tenants: []string{"*"}},
+		}
+	}, nil)
+	url := "http://" + inst.AdminAddr()
+	env := envOf(map[string]string{"ANKUSA_ADMIN_TOKEN": token})
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := run(append(args, "--admin-url", url), &out, &errOut, env)
+		return code, out.String(), errOut.String()
+	}
+	file := filepath.Join(t.TempDir(), "sources.yml")
+	if err := os.WriteFile(file, []byte("sources:\n  gh:\n    tenant: acme\n    verify: {type: github, secret: cli-secret-value}\n    sinks:\n      - type: log\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := cli("sources", "apply", "-f", file); code != 0 || !strings.Contains(out, "revision 1") {
+		t.Fatalf("sources apply: exit %d, out %q, err %q", code, out, errOut)
+	}
+	if code, out, _ := cli("sources", "apply", "-f", file); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Fatalf("sources apply again: exit %d, out %q", code, out)
+	}
+	code, out, _ := cli("sources", "list", "--tenant", "acme")
+	if code != 0 || !strings.HasPrefix(out, "TENANT") || !strings.Contains(out, "gh") || !strings.Contains(out, "persistent") ||
+		strings.Contains(out, "cli-secret-value") {
+		t.Fatalf("sources list: exit %d, out %q", code, out)
+	}
+	t.Logf("sources list:\n%s", out)
+	code, out, _ = cli("sources", "list", "--tenant", "acme", "-o", "json")
+	var listed map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed["sources"].([]any)) != 2 {
+		t.Fatalf("sources list -o json: exit %d, out %q", code, out)
+	}
+	code, out, _ = cli("audit", "list")
+	if code != 0 || !strings.HasPrefix(out, "SEQ") || !strings.Contains(out, "source.create") || !strings.Contains(out, "source:acme/gh") {
+		t.Fatalf("audit list: exit %d, out %q", code, out)
+	}
+	t.Logf("audit list:\n%s", out)
+	if code, out, _ = cli("audit", "list", "-o", "json"); code != 0 || !strings.Contains(out, `"action":"source.create"`) {
+		t.Fatalf("audit list -o json: exit %d, out %q", code, out)
+	}
+	if code, _, _ = cli("sources", "apply"); code != exitUsage {
+		t.Fatalf("apply without -f exits %d", code)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	_ = os.WriteFile(bad, []byte("sources:\n  gh2:\n    tenant: acme\n    sinks: []\n"), 0o600)
+	if code, _, errOut := cli("sources", "apply", "-f", bad); code != exitRefused || !strings.Contains(errOut, "invalid_source") {
+		t.Fatalf("invalid source exits %d (%q), want %d", code, errOut, exitRefused)
+	}
+}
