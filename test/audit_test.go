@@ -1,6 +1,7 @@
 package test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -78,22 +79,32 @@ func TestAuditRowSurvivesKill9(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("PUT /v1/log-level: %d %v", status, body)
 	}
+	status, body = n.adminCall(t, "PUT", "/v1/tenants/default/sources/gh", `{"sinks":[{"type":"log"}]}`)
+	if status != http.StatusCreated {
+		t.Fatalf("PUT source: %d %v", status, body)
+	}
 	n.kill()
 	n = startAdminNode(t, "auditkill", dir)
+	// The source committed with its row: the restarted edge takes hooks for it.
+	if code, _, err := post(context.Background(), n.url("/webhooks/gh"), []byte(`{}`)); err != nil || code != http.StatusCreated {
+		t.Fatalf("ingest to the API source after kill -9: %d %v", code, err)
+	}
 	status, body = n.adminCall(t, "GET", "/v1/audit", "")
 	if status != http.StatusOK {
 		t.Fatalf("GET /v1/audit: %d %v", status, body)
 	}
 	entries, _ := body["entries"].([]any)
-	if len(entries) != 1 {
+	if len(entries) != 2 {
 		t.Fatalf("rows after kill -9: %v", body)
 	}
-	row := entries[0].(map[string]any)
-	if row["action"] != "log_level.set" || row["actor"] != "ops" || row["status"] != "ok" {
-		t.Fatalf("row after kill -9: %v", row)
+	for i, want := range []string{"log_level.set", "source.create"} {
+		row := entries[i].(map[string]any)
+		if row["action"] != want || row["actor"] != "ops" || row["status"] != "ok" {
+			t.Fatalf("row %d after kill -9: %v", i, row)
+		}
+		t.Logf("row after kill -9 and restart: seq=%v action=%v subject=%v actor=%v status=%v revision=%v",
+			row["seq"], row["action"], row["subject"], row["actor"], row["status"], row["revision"])
 	}
-	t.Logf("row after kill -9 and restart: seq=%v action=%v actor=%v status=%v revision=%v",
-		row["seq"], row["action"], row["actor"], row["status"], row["revision"])
 	if err := n.stop(); err != nil {
 		t.Fatal(err)
 	}
