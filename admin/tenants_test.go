@@ -26,7 +26,7 @@ func eraseSources() map[string]config.Source {
 
 // Seed, Tenant erase: "removes its … delivery rows, archive obligations, quarantine rows, … dedupe keys … and
 // commits the tombstone m:erased:<tenant> with one tenant.delete audit row": after the erase no key or value of
-// any column family names the tenant, but for the tombstone, its revision and its audit row; another tenant's
+// any column family names the tenant, but for the tombstone and the audit trail (rows and subject revisions); another tenant's
 // rows are untouched. While it runs the tenant's hooks are 503 tenant_erasing.
 func TestTenantEraseLeavesNoTrace(t *testing.T) {
 	inst := startAdmin(t, "erase", func(c *config.Config) {
@@ -47,6 +47,12 @@ func TestTenantEraseLeavesNoTrace(t *testing.T) {
 	}
 	resp.Body.Close()
 	poll.True(t, 10*time.Second, "the pen to hold acme's forged hook", func() bool { _, n := inst.Store().QuarantineStats(); return n == 1 })
+
+	// An API-managed source of the tenant (persistent source store), and one of globex.
+	call(t, "PUT", base+"/v1/tenants/acme/sources/api-src", opsToken, json.RawMessage(`{"sinks":[{"type":"log"}]}`)).
+		want(t, "api source", http.StatusCreated, "")
+	call(t, "PUT", base+"/v1/tenants/globex/sources/api-src-g", opsToken, json.RawMessage(`{"sinks":[{"type":"log"}]}`)).
+		want(t, "api source", http.StatusCreated, "")
 
 	// Closed: ingest refuses the tenant, and only it.
 	inst.Edge().CloseTenant("acme")
@@ -77,7 +83,7 @@ func TestTenantEraseLeavesNoTrace(t *testing.T) {
 
 	traces, globex := 0, 0
 	if err := inst.Store().ForEachKey(func(cf string, k, v []byte) error {
-		if cf == "audit" || bytes.HasPrefix(k, []byte("m:erased:acme")) || bytes.HasPrefix(k, []byte("v:tenant:acme")) {
+		if cf == "audit" || bytes.HasPrefix(k, []byte("m:erased:acme")) || bytes.HasPrefix(k, []byte("v:")) {
 			return nil
 		}
 		if bytes.Contains(k, []byte("acme")) || bytes.Contains(v, []byte("acme")) {
@@ -94,7 +100,7 @@ func TestTenantEraseLeavesNoTrace(t *testing.T) {
 	if globex == 0 {
 		t.Fatal("the erase removed the other tenant's rows too")
 	}
-	t.Logf("every column family scanned: %d keys or values name acme (tombstone, revision and audit row aside), %d name globex", traces, globex)
+	t.Logf("every column family scanned: %d keys or values name acme (tombstone and audit trail aside), %d name globex", traces, globex)
 	for _, id := range acmeIDs {
 		call(t, "GET", base+"/v1/hooks/"+id, opsToken, nil).want(t, "erased hook", http.StatusNotFound, "not_found")
 	}
@@ -105,6 +111,8 @@ func TestTenantEraseLeavesNoTrace(t *testing.T) {
 	if !strings.Contains(jsonOf(rows.body), `"action":"tenant.delete"`) {
 		t.Fatalf("audit: %v", rows.body)
 	}
+	call(t, "GET", base+"/v1/tenants/acme/sources/api-src", opsToken, nil).want(t, "erased source", http.StatusNotFound, "source_not_found")
+	call(t, "GET", base+"/v1/tenants/globex/sources/api-src-g", opsToken, nil).want(t, "other tenant's source", http.StatusOK, "")
 	// Idempotent: a repeated DELETE answers erased.
 	call(t, "DELETE", base+"/v1/tenants/acme?confirm=acme", opsToken, nil).want(t, "again", http.StatusOK, "")
 	// Ingest takes the tenant again once erased (its static sources still name it).

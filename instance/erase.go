@@ -164,7 +164,10 @@ func (x *eraser) run(p store.EraseProgress) error {
 			}
 			log.Info().Int("hooks", n.Hooks).Int("deliveries", n.Deliveries).Int("obligations", n.Obligations).
 				Int("claim_markers", n.ClaimMarkers).Int("dedupe_keys", n.DedupeKeys).Int("pen_entries", n.PenEntries).
-				Msg("tenant erase: rows removed")
+				Int("sources", n.Sources).Msg("tenant erase: rows removed")
+			if n.Sources > 0 && x.i.sources != nil {
+				x.i.applySources() // the edge and dispatch drop the removed sources
+			}
 			p.Stage = store.EraseFleet
 		case store.EraseFleet:
 			if x.i.edge != nil {

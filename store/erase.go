@@ -95,14 +95,15 @@ func EraseOps(tenant string, at int64) []AuditOp {
 
 // Erased is what EraseTenantRows removed.
 type Erased struct {
-	Hooks, Deliveries, Obligations, ClaimMarkers, DedupeKeys, PenEntries int
+	Hooks, Deliveries, Obligations, ClaimMarkers, DedupeKeys, PenEntries, Sources int
 	// ClaimRefs are the claim-check refs of the removed hooks (their objects live in the claim store).
 	ClaimRefs []string
 }
 
 // EraseTenantRows removes, in one synced batch, every row of tenant in the store: its hooks with their delivery
 // rows, due, inflight and dead keys, archive obligations and claim markers, its dedupe keys (and their expiry
-// keys and counts) and its quarantine entries; its counters are zeroed. It holds every writer's lock (commits,
+// keys and counts), its quarantine entries and its API-managed sources (persistent source store); its counters
+// and ordinal are deleted. It holds every writer's lock (commits,
 // dispatch outcomes, the pen), so no write interleaves, and reloads the in-memory counters from the batch's
 // result. The tenant must be closed first (no commit and no claim of its rows), or rows may come back.
 func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
@@ -213,6 +214,22 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 		} else {
 			wb.PutCF(def, appendDedupeSourceCountKey(nil, src), binary.BigEndian.AppendUint64(nil, uint64(left)))
 		}
+	}
+	// API-managed sources of the persistent source store.
+	// With each, its name's owner key (sources.Persistent: sn:<name> → tenant) when the tenant owns it.
+	srcPrefix := append(append([]byte(sourcePrefix), tenant...), 0)
+	if err := db.scan(cfDefault, srcPrefix, func(k, _ []byte) error {
+		wb.DeleteCF(def, bytes.Clone(k))
+		owner := append([]byte("sn:"), k[len(srcPrefix):]...)
+		if v, err := db.getCF(cfDefault, owner); err != nil {
+			return err
+		} else if string(v) == tenant {
+			wb.DeleteCF(def, owner)
+		}
+		x.Sources++
+		return nil
+	}); err != nil {
+		return x, err
 	}
 	var penBytes int64
 	if err := db.scan(cfQuarantine, []byte{penSummary}, func(k, v []byte) error {
