@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -183,10 +184,14 @@ func (a *api) dlq(w http.ResponseWriter, r *http.Request, p *principal) {
 }
 
 func jobJSON(j store.ReplayJob) map[string]any {
-	return map[string]any{
+	out := map[string]any{
 		"id": uuid.UUID(j.ID).String(), "kind": j.Kind, "source_id": j.Source, "since": j.Since, "until": j.Until,
 		"rate": j.Rate, "max_lag_ms": j.MaxLagMS, "created_at": j.CreatedAt, "state": j.State, "moved": j.Moved,
 	}
+	if j.Kind == dispatch.ReplayArchive {
+		out["tenant_id"], out["skipped"] = j.Tenant, j.Skipped
+	}
+	return out
 }
 
 // dispatcher returns the dispatcher, or answers 409 role_not_enabled.
@@ -215,6 +220,7 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 	var req struct {
 		Kind     string  `json:"kind"`
 		SourceID string  `json:"source_id"`
+		TenantID string  `json:"tenant_id"`
 		Since    int64   `json:"since"`
 		Until    int64   `json:"until"`
 		Rate     float64 `json:"rate"`
@@ -225,11 +231,17 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 		return
 	}
 	switch {
-	case req.Kind != dispatch.ReplayDLQ:
-		badParam(w, "kind") // archive, quarantine and lifecycle jobs are not run by this node yet
+	case req.Kind != dispatch.ReplayDLQ && req.Kind != dispatch.ReplayArchive:
+		badParam(w, "kind") // quarantine and lifecycle jobs are not run by this node yet
 		return
 	case req.SourceID != "" && !validID(req.SourceID):
 		badParam(w, "source_id")
+		return
+	case req.TenantID != "" && (req.Kind != dispatch.ReplayArchive || !validID(req.TenantID)):
+		badParam(w, "tenant_id") // a dlq job moves every tenant's dead rows of its source
+		return
+	case req.Kind == dispatch.ReplayArchive && (req.Since <= 0 || req.Until <= req.Since || req.Until > time.Now().UnixMilli()):
+		badParam(w, "until") // an archive window is [since, until), both set, ending by now
 		return
 	case req.Since < 0:
 		badParam(w, "since")
@@ -250,13 +262,18 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 	}
 	var j store.ReplayJob
 	e := entry(w, r, p, "replay.create", "replay", "")
-	e.After = []byte(fmt.Sprintf("%s %s %d %d %g %d", req.Kind, req.SourceID, req.Since, req.Until, req.Rate, req.MaxLagMS))
+	e.After = []byte(fmt.Sprintf("%s %s %s %d %d %g %d", req.Kind, req.SourceID, req.TenantID, req.Since, req.Until, req.Rate, req.MaxLagMS))
 	ok, err := a.external(w, "create replay", e, func() (err error) {
-		j, err = d.CreateReplay(dispatch.ReplayRequest{Kind: req.Kind, Source: req.SourceID, Since: req.Since,
+		j, err = d.CreateReplay(dispatch.ReplayRequest{Kind: req.Kind, Source: req.SourceID, Tenant: req.TenantID, Since: req.Since,
 			Until: req.Until, Rate: req.Rate, MaxLagMS: req.MaxLagMS})
 		return err
 	})
 	if !ok {
+		return
+	}
+	if errors.Is(err, dispatch.ErrReplayKind) {
+		// An archive job on a node without the storage role's archive.
+		writeError(w, http.StatusConflict, codeRoleNotEnabled, map[string]any{"role": config.RoleStorage})
 		return
 	}
 	if err != nil {

@@ -283,7 +283,7 @@ func TestDLQListsPagesAndFilters(t *testing.T) {
 func TestReplayJobs(t *testing.T) {
 	inst := startAdmin(t, "replay", nil)
 	base := "http://" + inst.AdminAddr()
-	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "archive"}).want(t, "archive kind", http.StatusBadRequest, "invalid_filter")
+	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "lifecycle"}).want(t, "lifecycle kind", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "bogus": 1}).want(t, "unknown field", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "since": 5, "until": 4}).want(t, "until before since", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", readerToken, map[string]any{"kind": "dlq"}).want(t, "reader", http.StatusForbidden, "forbidden")
@@ -460,4 +460,43 @@ func TestTokenFilePrincipal(t *testing.T) {
 	if !strings.Contains(err.Error(), "principal filed") {
 		t.Fatalf("boot error %v does not name the principal", err)
 	}
+}
+
+// An archive replay job is created over the API like a dlq one: it needs a window [since, until) ending by
+// now, takes a tenant filter (a dlq job takes none), is refused 409 on a node without the storage role, and
+// commits the archived hooks of its window again.
+func TestArchiveReplayOverTheAPI(t *testing.T) {
+	noArchive := startAdmin(t, "replay-noarchive", nil)
+	nb := "http://" + noArchive.AdminAddr()
+	now := time.Now().UnixMilli()
+	call(t, "POST", nb+"/v1/replays", opsToken, map[string]any{"kind": "archive"}).want(t, "no window", http.StatusBadRequest, "invalid_filter")
+	call(t, "POST", nb+"/v1/replays", opsToken, map[string]any{"kind": "archive", "since": now - 1000, "until": now + 60_000}).
+		want(t, "window past now", http.StatusBadRequest, "invalid_filter")
+	call(t, "POST", nb+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "tenant_id": "acme"}).
+		want(t, "dlq with a tenant", http.StatusBadRequest, "invalid_filter")
+	call(t, "POST", nb+"/v1/replays", opsToken, map[string]any{"kind": "archive", "since": now - 1000, "until": now}).
+		want(t, "no storage role", http.StatusConflict, "role_not_enabled")
+
+	inst := startAdmin(t, "replay-archive", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge", "dispatch", "storage"}
+		cfg.Storage.RollMS = 50
+	})
+	base := "http://" + inst.AdminAddr()
+	since := time.Now().UnixMilli()
+	for range 3 {
+		fixture.Post(t, inst.IngestAddr(), "sample", []byte(`{"archived":1}`), nil)
+	}
+	poll.True(t, 15*time.Second, "the three hooks archived", func() bool { return inst.Store().Counts().ArchivePending == 0 })
+	time.Sleep(2 * time.Millisecond) // until must be after the last receipt and not after now
+	a := call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "archive", "tenant_id": "acme",
+		"since": since, "until": time.Now().UnixMilli(), "rate": 1000})
+	a.want(t, "create archive job", http.StatusCreated, "")
+	if a.body["kind"] != "archive" || a.body["tenant_id"] != "acme" {
+		t.Fatalf("created job %v", a.body)
+	}
+	id, _ := a.body["id"].(string)
+	poll.True(t, 15*time.Second, "the job to commit the window's three hooks again", func() bool {
+		j := call(t, "GET", base+"/v1/replays/"+id, opsToken, nil)
+		return j.body["state"] == "done" && j.body["moved"] == 3.0
+	})
 }

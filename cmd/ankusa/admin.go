@@ -241,22 +241,26 @@ func adminCommands(stdout io.Writer, env func(string) (string, bool)) []*cobra.C
 		}
 		return c.table([]string{"ID", "KIND", "STATE", "SOURCE", "MOVED", "RATE", "CREATED"}, rows)
 	}
-	replay := &cobra.Command{Use: "replay", Short: "Replay jobs (dead-lettered deliveries back to due), through the admin API"}
+	replay := &cobra.Command{Use: "replay", Short: "Replay jobs (dead-lettered deliveries back to due, or archived hooks committed again), through the admin API"}
 	c.flags(replay)
-	kind := "dlq"
+	kind, tenant := "dlq", ""
 	create := &cobra.Command{Use: "create", Short: "Create a replay job", Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {
 			body := map[string]any{"kind": kind, "source_id": source, "since": since, "until": until, "rate": rate, "max_lag_ms": maxLag}
+			if tenant != "" {
+				body["tenant_id"] = tenant
+			}
 			var j map[string]any
 			if err := c.call("POST", "/v1/replays", nil, body, &j); err != nil || c.output == "json" {
 				return err
 			}
 			return jobRows([]map[string]any{j})
 		}}
-	create.Flags().StringVar(&kind, "kind", "dlq", "the job's kind (dlq)")
+	create.Flags().StringVar(&kind, "kind", "dlq", "the job's kind: dlq, or archive (hooks received in [since, until), both required)")
 	create.Flags().StringVar(&source, "source", "", "only this source's rows")
-	create.Flags().Int64Var(&since, "since", 0, "rows dead-lettered at or after (unix ms)")
-	create.Flags().Int64Var(&until, "until", 0, "rows dead-lettered at or before (unix ms)")
+	create.Flags().StringVar(&tenant, "tenant", "", "archive jobs: only this tenant's hooks")
+	create.Flags().Int64Var(&since, "since", 0, "dlq: rows dead-lettered at or after; archive: hooks received at or after (unix ms)")
+	create.Flags().Int64Var(&until, "until", 0, "dlq: rows dead-lettered at or before; archive: hooks received before (unix ms)")
 	create.Flags().Float64Var(&rate, "rate", 0, "rows per second (default 1000)")
 	create.Flags().Int64Var(&maxLag, "max-lag-ms", 0, "drip only while dispatch lags at most this (default 2000)")
 	list := &cobra.Command{Use: "list", Short: "List replay jobs", Args: usageArgs(cobra.NoArgs),
