@@ -19,6 +19,10 @@ const codeGone = "gone"
 // fetchTimeout bounds an archive read of GET /v1/hooks/{id}.
 const fetchTimeout = 10 * time.Second
 
+// attemptClasses names store's attempt outcome classes in answers.
+var attemptClasses = map[uint8]string{store.AttemptOK: "ok", store.AttemptTransient: "transient",
+	store.AttemptPermanent: "permanent", store.AttemptTimeout: "timeout"}
+
 // deliveryStates names store's delivery row states in answers.
 var deliveryStates = map[uint8]string{store.StatePending: "pending", store.StateScheduled: "scheduled",
 	store.StateDead: "dead"}
@@ -88,6 +92,23 @@ func (a *api) getHook(w http.ResponseWriter, r *http.Request, p *principal) {
 	writeJSON(w, http.StatusOK, hookJSON(&h, "archived", 0, nil, &loc))
 }
 
+// historyJSON is a delivery's last attempts, oldest first.
+func historyJSON(h []store.Attempt) []map[string]any {
+	out := make([]map[string]any, 0, len(h))
+	for _, a := range h {
+		m := map[string]any{"attempt": a.Number, "started_at": a.StartedAt, "latency_us": a.LatencyUS,
+			"outcome": attemptClasses[a.Class]}
+		if a.Status != 0 {
+			m["status_code"] = a.Status
+		}
+		if a.Error != "" {
+			m["error"] = a.Error
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // hookJSON is a hook as the API shows it: metadata, the headers as stored (store_headers already applied at
 // ingest), the body in base64, one attempt summary per sink and where the archive holds it.
 func hookJSON(h *store.Hook, where string, seq uint64, rows []store.DeliveryRow, loc *store.ArchiveLocation) map[string]any {
@@ -108,6 +129,7 @@ func hookJSON(h *store.Hook, where string, seq uint64, rows []store.DeliveryRow,
 		if d.ReplayID != "" {
 			m["replay_id"] = d.ReplayID
 		}
+		m["history"] = historyJSON(d.History)
 		attempts = append(attempts, m)
 	}
 	out := map[string]any{

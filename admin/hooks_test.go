@@ -3,10 +3,15 @@ package admin_test
 import (
 	"encoding/base64"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // GET /v1/hooks/{id}: a live hook with its metadata, headers as stored, body and one delivery summary per sink;
@@ -46,4 +51,42 @@ func TestGetHook(t *testing.T) {
 	call(t, "GET", base+"/v1/hooks/not-an-id", opsToken, nil).want(t, "malformed", http.StatusBadRequest, "invalid_filter")
 	call(t, "GET", base+"/v1/hooks/0190a8f0-7f3a-7b4c-8d5e-6f708192a3b4", opsToken, nil).
 		want(t, "unknown", http.StatusNotFound, "not_found")
+}
+
+// GET /v1/hooks/{id} shows each delivery's attempts: a sink answering 503 until the retries give up leaves a
+// dead row whose history has every attempt, numbered, with its status code, outcome, latency and error.
+func TestGetHookShowsAttempts(t *testing.T) {
+	var calls atomic.Int32
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(sink.Close)
+	inst := startAdmin(t, "attempts", func(c *config.Config) {
+		c.Sources["h"] = config.Source{Tenant: "acme", Sinks: []config.SinkSpec{{Type: "http", Options: map[string]any{"url": sink.URL}}}}
+		c.Dispatch.Retry = config.Retry{BaseMS: 1, MaxMS: 5, MaxAttempts: 3}
+	})
+	id := fixture.Post(t, inst.IngestAddr(), "h", []byte(`{}`), nil)
+	poll.True(t, 15*time.Second, "the hook dead-lettered", func() bool { return inst.Store().Counts().Dead == 1 })
+
+	a := call(t, "GET", "http://"+inst.AdminAddr()+"/v1/hooks/"+id, opsToken, nil)
+	a.want(t, "ops", http.StatusOK, "")
+	dels, _ := a.body["deliveries"].([]any)
+	if len(dels) != 1 {
+		t.Fatalf("deliveries %v", a.body["deliveries"])
+	}
+	d := dels[0].(map[string]any)
+	hist, _ := d["history"].([]any)
+	if d["state"] != "dead" || d["attempts"] != 3.0 || len(hist) != 3 {
+		t.Fatalf("delivery %v", d)
+	}
+	for i, x := range hist {
+		h := x.(map[string]any)
+		err, _ := h["error"].(string)
+		if h["attempt"] != float64(i+1) || h["status_code"] != 503.0 || h["outcome"] != "transient" ||
+			h["started_at"].(float64) <= 0 || h["latency_us"].(float64) <= 0 || !strings.Contains(err, "503") {
+			t.Fatalf("attempt %d: %v", i+1, h)
+		}
+	}
+	t.Logf("history of %s: %v", id, hist)
 }

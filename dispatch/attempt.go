@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/ankusa-go/ankusa/sinks"
+	"github.com/ankusa-go/ankusa/sinks/httpsink"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 )
@@ -57,6 +59,9 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 	took := d.now().Sub(start)
 	attempts := c.Row.Attempts + 1
 
+	c.Last = store.Attempt{Number: attempts, StartedAt: start.UnixMilli(),
+		LatencyUS: uint32(min(max(took.Microseconds(), 0), math.MaxUint32)), Class: store.AttemptOK}
+
 	var o outcome
 	switch {
 	case err == nil:
@@ -67,10 +72,16 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 		if claimErr != nil {
 			reason = fmt.Sprintf("{claim_check, %s, %s}", r.typ, claimErr.Error())
 		}
+		c.Last.Class, c.Last.Error = store.AttemptTransient, reason
+		if se := (*httpsink.StatusError)(nil); errors.As(err, &se) && se.Code > 0 && se.Code <= math.MaxUint16 {
+			c.Last.Status = uint16(se.Code)
+		}
 		if timedOut {
 			reason = fmt.Sprintf("{sink, %s, {attempt_timeout, %d}}", r.typ, d.set.AttemptTimeout.Milliseconds())
+			c.Last.Class, c.Last.Error = store.AttemptTimeout, reason
 		}
 		if class == sinks.PermanentClass {
+			c.Last.Class = store.AttemptPermanent
 			o = outcome{result: telemetry.ResultDLQ, class: classPermanent, attempts: attempts, reason: reason}
 			break
 		}

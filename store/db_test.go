@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -172,7 +173,7 @@ func TestCommitWritesEveryObligationOfAGroupAtomically(t *testing.T) {
 		{first + 1, DeliveryRow{SinkIndex: 1, SinkType: "nats", State: StatePending, DueAt: at, Size: 7, Source: "other",
 			ReceivedAt: b.ReceivedAt}},
 	}
-	if !slices.Equal(rows, want) {
+	if !reflect.DeepEqual(rows, want) {
 		t.Fatalf("delivery rows\n got %+v\nwant %+v", rows, want)
 	}
 	if n, err := db.CountIndex(IndexDue); err != nil || n != 3 {

@@ -3,14 +3,63 @@ package store
 import (
 	"encoding/binary"
 	"fmt"
+	"strings"
 )
 
 // deliveryVersion is the first byte of every delivery row this build writes; deliveryV1 rows (written before
-// dispatch existed) are still read.
+// dispatch existed) and deliveryV2 rows (written before the attempt history) are still read.
 const (
 	deliveryV1      = 1
-	deliveryVersion = 2
+	deliveryV2      = 2
+	deliveryVersion = 3
 )
+
+// History bounds: a row keeps its last MaxHistory attempts (Attempts still counts them all), each error cut to
+// at most MaxAttemptError bytes of valid UTF-8.
+const (
+	MaxHistory      = 10
+	MaxAttemptError = 200
+)
+
+// Attempt outcome classes, as the dispatcher reports them.
+const (
+	AttemptOK        uint8 = 1
+	AttemptTransient uint8 = 2
+	AttemptPermanent uint8 = 3
+	AttemptTimeout   uint8 = 4
+)
+
+// Attempt is one delivery attempt in a row's history.
+type Attempt struct {
+	Number    uint32 // 1 for the first attempt
+	StartedAt int64  // unix ms
+	LatencyUS uint32 // microseconds, saturated
+	Class     uint8  // AttemptOK...AttemptTimeout
+	Status    uint16 // the status code the sink reported (HTTP), 0 if none
+	Error     string // at most MaxAttemptError bytes
+}
+
+// withAttempt returns history with a appended (its error cut to MaxAttemptError) and only the last MaxHistory
+// kept, in a new slice: history may be shared with a claimed row's copy.
+func withAttempt(history []Attempt, a Attempt) []Attempt {
+	a.Error = cutError(a.Error)
+	keep := history[max(0, len(history)-(MaxHistory-1)):]
+	out := make([]Attempt, 0, len(keep)+1)
+	return append(append(out, keep...), a)
+}
+
+// cutError cuts s to at most MaxAttemptError bytes without splitting a UTF-8 sequence, and replaces invalid
+// bytes, so the stored text is always valid UTF-8 (it is served in JSON and HTML).
+func cutError(s string) string {
+	if len(s) > MaxAttemptError {
+		n := MaxAttemptError
+		for n > 0 && n > MaxAttemptError-3 && s[n]&0xC0 == 0x80 {
+			n--
+		}
+		s = s[:n]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
 
 // Delivery row states. The state decides which counter a waiting or claimed row belongs to, so it survives a
 // claim: ClaimDue moves only index keys, never rewrites the row.
@@ -38,6 +87,7 @@ type DeliveryRow struct {
 	DeadReason string
 	DeadAt     int64 // unix ms
 	ReplayID   string
+	History    []Attempt // the last MaxHistory attempts, oldest first
 }
 
 // Encoding, integers big-endian, strings uvarint length + bytes:
@@ -45,10 +95,12 @@ type DeliveryRow struct {
 //	version 1: version:8 sink_index:16 sink_type state:8 attempts:32 due_at:64 size:32
 //	version 2: version 1's fields, then source ordered:8(0|1) received_at:64 last_error dead_reason dead_at:64
 //	           replay_id
+//	version 3: version 2's fields, then count:8 and count attempts, oldest first:
+//	           number:32 started_at:64 latency_us:32 class:8 status:16 error
 //
-// A version 1 row decodes with the later fields zero.
+// A version 1 or 2 row decodes with the later fields zero (no history).
 
-// AppendDeliveryRow appends the encoding (version 2) of r to dst.
+// AppendDeliveryRow appends the encoding (version 3) of r to dst; only the last MaxHistory attempts are kept.
 func AppendDeliveryRow(dst []byte, r *DeliveryRow) []byte {
 	dst = append(dst, deliveryVersion)
 	dst = binary.BigEndian.AppendUint16(dst, r.SinkIndex)
@@ -63,16 +115,28 @@ func AppendDeliveryRow(dst []byte, r *DeliveryRow) []byte {
 	dst = appendStr(dst, r.LastError)
 	dst = appendStr(dst, r.DeadReason)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.DeadAt))
-	return appendStr(dst, r.ReplayID)
+	dst = appendStr(dst, r.ReplayID)
+	h := r.History[max(0, len(r.History)-MaxHistory):]
+	dst = append(dst, uint8(len(h)))
+	for i := range h {
+		a := &h[i]
+		dst = binary.BigEndian.AppendUint32(dst, a.Number)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(a.StartedAt))
+		dst = binary.BigEndian.AppendUint32(dst, a.LatencyUS)
+		dst = append(dst, a.Class)
+		dst = binary.BigEndian.AppendUint16(dst, a.Status)
+		dst = appendStr(dst, a.Error)
+	}
+	return dst
 }
 
-// DecodeDeliveryRow decodes a delivery row of version 1 or 2; the result shares no memory with b. It never
+// DecodeDeliveryRow decodes a delivery row of version 1, 2 or 3; the result shares no memory with b. It never
 // panics.
 func DecodeDeliveryRow(b []byte) (DeliveryRow, error) {
 	var r DeliveryRow
 	d := decoder{b: b}
 	v := d.byte()
-	if d.err == nil && v != deliveryV1 && v != deliveryVersion {
+	if d.err == nil && (v < deliveryV1 || v > deliveryVersion) {
 		return DeliveryRow{}, fmt.Errorf("delivery row version %d: %w", v, ErrCorruptValue)
 	}
 	r.SinkIndex = d.uint16()
@@ -81,7 +145,7 @@ func DecodeDeliveryRow(b []byte) (DeliveryRow, error) {
 	r.Attempts = d.uint32()
 	r.DueAt = int64(d.uint64())
 	r.Size = d.uint32()
-	if v == deliveryVersion {
+	if v >= deliveryV2 {
 		r.Source = d.str()
 		r.Ordered = d.bool()
 		r.ReceivedAt = int64(d.uint64())
@@ -90,6 +154,26 @@ func DecodeDeliveryRow(b []byte) (DeliveryRow, error) {
 		r.DeadAt = int64(d.uint64())
 		r.ReplayID = d.str()
 	}
+	if v >= deliveryVersion {
+		n := int(d.byte())
+		if d.err == nil && n > MaxHistory {
+			d.fail("attempt history length")
+		}
+		if d.err == nil && n > 0 {
+			prev := r.LastError // a retrying row's attempts mostly fail alike: equal errors share one string
+			r.History = make([]Attempt, n)
+			for i := range r.History {
+				a := &r.History[i]
+				a.Number = d.uint32()
+				a.StartedAt = int64(d.uint64())
+				a.LatencyUS = d.uint32()
+				a.Class = d.byte()
+				a.Status = d.uint16()
+				a.Error = d.strLike(prev)
+				prev = a.Error
+			}
+		}
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
 	}
@@ -97,6 +181,15 @@ func DecodeDeliveryRow(b []byte) (DeliveryRow, error) {
 		return DeliveryRow{}, fmt.Errorf("cannot decode delivery row: %w", d.err)
 	}
 	return r, nil
+}
+
+// strLike reads a length-prefixed string, returning like itself (no copy) when the bytes are equal.
+func (d *decoder) strLike(like string) string {
+	b := d.bytes()
+	if string(b) == like {
+		return like
+	}
+	return string(b)
 }
 
 func appendBool(dst []byte, v bool) []byte {

@@ -19,6 +19,9 @@ type Claimed struct {
 	Size  uint32
 	DueAt int64       // the due time it was claimed at
 	Row   DeliveryRow // the delivery row as it was when claimed
+	// Last is the attempt just made, which Reschedule and Bury append to the row's history; Number 0 means
+	// none (a row parked or buried without an attempt).
+	Last Attempt
 }
 
 // undecodableReason is the dead reason of a row whose delivery row cannot be decoded (inventory, GET /v1/dlq).

@@ -221,6 +221,9 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 	case outcomeReschedule:
 		row := c.Row
 		row.State, row.Attempts, row.DueAt, row.LastError = StateScheduled, op.attempts, op.at, op.text
+		if c.Last.Number != 0 {
+			row.History = withAttempt(row.History, c.Last)
+		}
 		db.putRow(wb, c.Seq, c.Sink, &row)
 		db.okey = DueKey{Ord: c.Ord, At: op.at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
 		db.oval = AppendIndexValue(db.oval[:0], c.Size)
@@ -231,6 +234,9 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 	case outcomeBury:
 		row := c.Row
 		row.State, row.Attempts, row.DeadReason, row.DeadAt = StateDead, op.attempts, op.text, op.at
+		if c.Last.Number != 0 {
+			row.History = withAttempt(row.History, c.Last)
+		}
 		db.putRow(wb, c.Seq, c.Sink, &row)
 		db.okey = DeadKey{Ord: c.Ord, At: op.at, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
 		db.oval = AppendIndexValue(db.oval[:0], c.Size)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -292,6 +293,56 @@ func requireHooksMatchRows(t *testing.T, db *DB) {
 	for seq := range hooks {
 		if !rows[seq] {
 			t.Fatalf("hook %d left behind with no delivery row", seq)
+		}
+	}
+}
+
+// Each Reschedule and Bury with an attempt appends it to the row's history in the same write (no other key),
+// a park (no attempt) appends nothing, and only the last MaxHistory attempts are kept while Attempts counts all.
+func TestOutcomesAppendAttemptHistory(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	rec := makeRecord(t, "acme", 8, SinkBinding{Index: 0, Type: "http"})
+	commit(t, db, rec)
+	ord := ordOf(t, db, "acme")
+	const total = MaxHistory + 3
+	for i := uint32(1); i <= total; i++ {
+		got := claim(t, db, ord, farFuture()+int64(i)*time.Hour.Milliseconds(), 10, 0)
+		if len(got) != 1 {
+			t.Fatalf("attempt %d: claimed %d rows", i, len(got))
+		}
+		c := got[0]
+		c.Last = Attempt{Number: i, StartedAt: int64(i), LatencyUS: 10 * i, Class: AttemptTransient, Status: 503,
+			Error: "refused " + strconv.Itoa(int(i))}
+		if i == total {
+			if err := db.Bury(&c, i, "gave up", 99); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err := db.Reschedule(&c, i, farFuture()+int64(i)*time.Hour.Milliseconds(), "refused"); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 { // a park: no attempt made
+			got := claim(t, db, ord, farFuture()+time.Hour.Milliseconds(), 10, 0)
+			if err := db.Reschedule(&got[0], i, got[0].DueAt, "parked"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f, err := db.FindHook(rec.ID)
+	if err != nil || len(f.Rows) != 1 {
+		t.Fatalf("FindHook: %+v, %v", f, err)
+	}
+	r := f.Rows[0]
+	if r.Attempts != total || r.State != StateDead || len(r.History) != MaxHistory {
+		t.Fatalf("row: attempts %d, state %d, history %d", r.Attempts, r.State, len(r.History))
+	}
+	for i, a := range r.History {
+		n := uint32(total - MaxHistory + 1 + i)
+		want := Attempt{Number: n, StartedAt: int64(n), LatencyUS: 10 * n, Class: AttemptTransient, Status: 503,
+			Error: "refused " + strconv.Itoa(int(n))}
+		if a != want {
+			t.Fatalf("history[%d] = %+v, want %+v", i, a, want)
 		}
 	}
 }

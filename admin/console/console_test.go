@@ -210,6 +210,10 @@ func TestConsoleInBrowser(t *testing.T) {
 		if att := text(t, tab, "#attempts tbody"); !strings.Contains(att, "delivered") || !strings.Contains(att, "http") {
 			t.Fatalf("deliveries: %q", att)
 		}
+		// A delivered row is deleted with its history: the page says so rather than showing nothing.
+		if h := text(t, tab, "#attempt-history tbody"); !strings.Contains(h, "No attempt recorded") {
+			t.Fatalf("attempts of a delivered hook: %q", h)
+		}
 		if body := text(t, tab, "#body"); !strings.Contains(body, "\"delivered\": \"yes\"") {
 			t.Fatalf("body not pretty-printed: %q", body)
 		}
@@ -264,6 +268,17 @@ func TestConsoleInBrowser(t *testing.T) {
 		rc.failing.Store(true)
 		deadID = fixture.Post(t, inst.IngestAddr(), "a", []byte(`{"replayed":"from the console"}`), nil)
 		poll.True(t, 10*time.Second, "the hook to be dead-lettered", func() bool { return inst.Store().Counts().Dead == 1 })
+		// Its page shows the failed attempt: the status the sink answered, its outcome, latency and error.
+		run(t, tab, "the dead hook's attempts",
+			chromedp.Navigate(base+"/console/hooks?id="+deadID),
+			chromedp.WaitVisible(chromedp.ID("attempt-history")),
+			shot(dir, "hook-attempts"))
+		row := text(t, tab, "#attempt-history tbody")
+		for _, want := range []string{"422", "permanent", "destination answered 422", "http", " µs"} {
+			if !strings.Contains(row, want) && !(want == " µs" && strings.Contains(row, " ms")) {
+				t.Fatalf("the dead hook's attempts lack %q: %q", want, row)
+			}
+		}
 		sel := `[id="sel-` + deadID + `-0"]`
 		run(t, tab, "the DLQ lists it",
 			chromedp.Navigate(base+"/console/dlq?source_id=a"),

@@ -115,6 +115,46 @@ type sinkState struct {
 	ReplayID           string
 }
 
+// attemptView is one delivery attempt on the hook page.
+type attemptView struct {
+	Sink            int
+	Type            string
+	Number          int64
+	StartedAt       int64
+	Latency         string
+	Outcome, Status string
+	Error           string
+}
+
+// attemptViews is every attempt the hook's delivery rows remember, sink by sink, oldest first.
+func attemptViews(rows []map[string]any) []attemptView {
+	var out []attemptView
+	for _, row := range rows {
+		for _, a := range list(row["history"]) {
+			v := attemptView{Sink: int(num(row["sink_index"])), Type: str(row["sink_type"]), Number: num(a["attempt"]),
+				StartedAt: num(a["started_at"]), Latency: latency(num(a["latency_us"])),
+				Outcome: cmpOr(str(a["outcome"]), "unknown"), Error: str(a["error"])}
+			if code := num(a["status_code"]); code != 0 {
+				v.Status = strconv.FormatInt(code, 10)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// latency formats microseconds for reading: µs below a millisecond, ms with one decimal below a second, else s.
+func latency(us int64) string {
+	switch {
+	case us < 1000:
+		return strconv.FormatInt(us, 10) + " µs"
+	case us < 1_000_000:
+		return strconv.FormatFloat(float64(us)/1e3, 'f', 1, 64) + " ms"
+	default:
+		return strconv.FormatFloat(float64(us)/1e6, 'f', 2, 64) + " s"
+	}
+}
+
 func (c *Console) hook(w http.ResponseWriter, r *http.Request, s *session) {
 	q := r.URL.Query().Get("id")
 	v := view{Title: "Hook", Active: "hooks"}
@@ -154,6 +194,7 @@ func (c *Console) hook(w http.ResponseWriter, r *http.Request, s *session) {
 	d["Body"], d["Pretty"], d["Truncated"], d["Binary"] = bodyView(body, str(h["content_type"]))
 	if h["where"] == "live" {
 		d["Sinks"] = sinkStates(c.api.Config(), str(h["source_id"]), list(h["deliveries"]))
+		d["Attempts"] = attemptViews(list(h["deliveries"]))
 	}
 	v.Data = d
 	c.render(w, r, http.StatusOK, "hook", s, v)
