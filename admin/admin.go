@@ -49,6 +49,9 @@ type Deps struct {
 	SetLogLevel func(zerolog.Level)
 	// Sources are the file's and the API-managed sources (nil: sources routes answer 503).
 	Sources *sources.Set
+	// RateOverride applies a tenant's runtime rate-limit override to the edge (nil removes it); nil without
+	// the edge role (the rate-limit routes answer 409 role_not_enabled).
+	RateOverride func(tenant string, r *config.Rate)
 	// Lifecycle flags source changes for lifecycle publication (lifecycle.sinks set).
 	Lifecycle bool
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).

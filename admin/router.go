@@ -28,6 +28,7 @@ const (
 	scopeAuditRead       = "audit:read"
 	scopeSourcesRead     = "sources:read"
 	scopeSourcesWrite    = "sources:write"
+	scopeRateLimitsWrite = "rate_limits:write"
 )
 
 func scopes(s ...string) []string { return s }
@@ -66,6 +67,10 @@ func (a *api) routes() []route {
 		{"GET", "/v1/tenants/{tenant}/sources/{name}", scopes(scopeSourcesRead, scopeSourcesWrite), a.getSource},
 		{"PUT", "/v1/tenants/{tenant}/sources/{name}", scopes(scopeSourcesWrite), a.putSource},
 		{"DELETE", "/v1/tenants/{tenant}/sources/{name}", scopes(scopeSourcesWrite), a.deleteSource},
+		{"GET", "/v1/rate-limits", scopes(scopeRateLimitsWrite, scopeConfigRead), a.listRateLimits},
+		{"GET", "/v1/tenants/{tenant}/rate-limit", scopes(scopeRateLimitsWrite, scopeConfigRead), a.getRateLimit},
+		{"PUT", "/v1/tenants/{tenant}/rate-limit", scopes(scopeRateLimitsWrite), a.putRateLimit},
+		{"DELETE", "/v1/tenants/{tenant}/rate-limit", scopes(scopeRateLimitsWrite), a.deleteRateLimit},
 	}
 }
 

@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"maps"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,84 @@ type limits struct {
 	tenantBytes *Limiter
 	penBuckets  *Limiter // per source: accept_flag (and quarantined) hooks spend it
 	shares      map[string]*tenantShare
+	// overrides are the runtime hooks/s limits of tenants (admin API, persisted in the store): they win over
+	// the tenant's config entry and the default. Copy on write under overrideMu; read without a lock.
+	overrides  atomic.Pointer[map[string]config.Rate]
+	overrideMu sync.Mutex
+}
+
+// hookLimit is tenant's hooks/s limit: its runtime override, else its config entry, else the default.
+func (l *limits) hookLimit(tenant string) (config.Rate, bool) {
+	if m := l.overrides.Load(); m != nil {
+		if r, ok := (*m)[tenant]; ok {
+			return r, true
+		}
+	}
+	return l.cfg.HookLimit(tenant)
+}
+
+// overridden reports whether tenant has a runtime override.
+func (l *limits) overridden(tenant string) bool {
+	m := l.overrides.Load()
+	if m == nil {
+		return false
+	}
+	_, ok := (*m)[tenant]
+	return ok
+}
+
+// RateOverride returns tenant's runtime hooks/s override; ok is false when it has none.
+func (e *Edge) RateOverride(tenant string) (r config.Rate, ok bool) {
+	if m := e.limits.overrides.Load(); m != nil {
+		r, ok = (*m)[tenant]
+	}
+	return r, ok
+}
+
+// SetRateOverride sets tenant's runtime hooks/s override (r nil removes it) and resets its bucket, so the
+// next hook is charged under the new limit from a full bucket. It takes effect at once, without a restart.
+func (e *Edge) SetRateOverride(tenant string, r *config.Rate) {
+	l := e.limits
+	l.overrideMu.Lock()
+	defer l.overrideMu.Unlock()
+	next := map[string]config.Rate{}
+	if m := l.overrides.Load(); m != nil {
+		next = maps.Clone(*m)
+	}
+	if r == nil {
+		delete(next, tenant)
+	} else {
+		next[tenant] = *r
+	}
+	l.overrides.Store(&next)
+	l.tenantHooks.Reset(tenant)
+}
+
+// SetRateOverrides replaces every runtime override (the store's, loaded at boot), resetting the bucket of
+// each tenant whose override changed.
+func (e *Edge) SetRateOverrides(all map[string]config.Rate) {
+	l := e.limits
+	l.overrideMu.Lock()
+	defer l.overrideMu.Unlock()
+	prev := map[string]config.Rate{}
+	if m := l.overrides.Load(); m != nil {
+		prev = *m
+	}
+	next := maps.Clone(all)
+	if next == nil {
+		next = map[string]config.Rate{}
+	}
+	for t, r := range next {
+		if old, ok := prev[t]; !ok || old != r {
+			l.tenantHooks.Reset(t)
+		}
+	}
+	for t := range prev {
+		if _, ok := next[t]; !ok {
+			l.tenantHooks.Reset(t)
+		}
+	}
+	l.overrides.Store(&next)
 }
 
 // tenantShare is one tenant's share of the batchers: its records and bytes buffered or
@@ -126,7 +206,7 @@ func (e *Edge) tenantMaxBody(tenant string) int64 {
 // chargeTenant charges the tenant's hooks/s and bytes/s quota after verification.
 func (e *Edge) chargeTenant(tenant string, size int64, now time.Time) *RefusedError {
 	l := e.limits
-	if r, ok := l.cfg.HookLimit(tenant); ok {
+	if r, ok := l.hookLimit(tenant); ok {
 		if ok, wait := l.tenantHooks.Take(tenant, now, Limit{Rate: r.Rate, Burst: r.Burst}, 1); !ok {
 			return refuse429("rate_limited", wait)
 		}

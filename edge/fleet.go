@@ -22,7 +22,7 @@ func (e *Edge) commitFleet(rq *request) (ending, error) {
 	rq.id = newID(rq.start)
 	req := fleet.Request{Tenant: rq.tenant, Size: int64(len(rq.body)), ID: rq.id}
 	if e.set.FleetRates {
-		if r, ok := e.limits.cfg.HookLimit(rq.tenant); ok {
+		if r, ok := e.limits.hookLimit(rq.tenant); ok {
 			req.Hooks = fleet.Limit{Rate: r.Rate, Burst: r.Burst}
 		}
 		if r, ok := e.limits.cfg.ByteLimit(rq.tenant); ok {

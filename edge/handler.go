@@ -398,7 +398,7 @@ func (e *Edge) derive(rq *request) {
 // rateLimited counts a hook refused by its tenant's quota, under a label /metrics can bound.
 func (e *Edge) rateLimited(rq *request) {
 	label := "other"
-	if _, ok := e.limits.cfg.Tenants[rq.tenant]; ok || rq.tenant == rq.src.Tenant {
+	if _, ok := e.limits.cfg.Tenants[rq.tenant]; ok || rq.tenant == rq.src.Tenant || e.limits.overridden(rq.tenant) {
 		label = rq.tenant
 	}
 	e.tel.RateLimited(label)

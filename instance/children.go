@@ -117,6 +117,11 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 		}
 	}
 	if i.edge != nil {
+		d.RateOverride = func(tenant string, r *config.Rate) {
+			i.ratesMu.Lock()
+			defer i.ratesMu.Unlock()
+			i.edge.SetRateOverride(tenant, r)
+		}
 		d.Release = func(source string, limit int) (admin.ReleaseReport, error) {
 			r, err := i.edge.ReleaseQuarantine(source, limit)
 			return admin.ReleaseReport{Released: r.Released, Duplicates: r.Duplicates, Held: r.Held}, err

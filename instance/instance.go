@@ -71,9 +71,12 @@ type Instance struct {
 	redisSources *sources.Redis // source_store.type redis
 	layered      *edge.LayeredSources
 	sourcesMu    sync.Mutex // serialises applySources
-	kill         *actors.Kill
-	tree         *supervision.Tree
-	blob         blob.Store // the storage role's blob store
+	// ratesMu serialises loading the store's rate-limit overrides into the edge with the admin API's changes,
+	// so a change committed while the boot loads them is never undone by the load.
+	ratesMu sync.Mutex
+	kill    *actors.Kill
+	tree    *supervision.Tree
+	blob    blob.Store // the storage role's blob store
 	// claimStore is the claim blob store, opened once (claimBlob) for the gateway and the check-ins.
 	claimStore blob.Store
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ankusa-go/ankusa/admin"
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/sinks"
@@ -77,6 +78,35 @@ func (i *Instance) failSources(err error) {
 		i.layered.Fail(err)
 	}
 	i.log.Warn().Err(err).Msg("source store cannot answer: sources the file does not name answer 503")
+}
+
+// loadRateOverrides hands the store's runtime rate-limit overrides (admin API) to the edge; the store owner
+// calls it when the store opens, before ingest opens, so an override survives a restart.
+func (i *Instance) loadRateOverrides() {
+	i.ratesMu.Lock()
+	defer i.ratesMu.Unlock()
+	db := i.db.Load()
+	if db == nil {
+		return
+	}
+	rows, err := db.ListRateLimits()
+	if err != nil {
+		i.log.Error().Err(err).Msg("rate-limit overrides not loaded: the config's limits apply")
+		return
+	}
+	all := make(map[string]config.Rate, len(rows))
+	for _, row := range rows {
+		r, err := admin.DecodeRateOverride(row.Spec)
+		if err != nil {
+			i.log.Error().Err(err).Str("tenant", row.Tenant).Msg("rate-limit override skipped")
+			continue
+		}
+		all[row.Tenant] = r
+	}
+	i.edge.SetRateOverrides(all)
+	if len(all) > 0 {
+		i.log.Info().Int("overrides", len(all)).Msg("rate-limit overrides loaded")
+	}
 }
 
 // settleSource is the audit sweeper's reader of the subjects a crash left pending (nil: none can be read).

@@ -68,6 +68,9 @@ func (s *storeOwner) Receive(ctx actor.Context) {
 		if s.i.sources != nil && s.i.sources.Kind() == sources.KindPersistent {
 			s.i.applySources() // before ingest opens: an API source is never 503 for want of a load
 		}
+		if s.i.edge != nil {
+			s.i.loadRateOverrides() // before ingest opens: an override applies to the first hook
+		}
 		s.tasks = &task.Group{}
 		stall := time.Duration(s.i.cfg.Store.CommitStallMS) * time.Millisecond
 		s.tasks.Every(max(stall/4, 10*time.Millisecond), func() {
