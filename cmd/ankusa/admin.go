@@ -138,6 +138,9 @@ func (c *adminClient) call(method, path string, query url.Values, body any, out 
 		}
 		return &exitError{code: code, err: fmt.Errorf("%s %s: %d %v%s", method, path, resp.StatusCode, e["error"], detail)}
 	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil // 204: nothing to print or decode
+	}
 	if c.output == "json" {
 		_, err := c.stdout.Write(append(bytes.TrimSpace(raw), '\n'))
 		return err
@@ -350,7 +353,7 @@ func adminCommands(stdout io.Writer, env func(string) (string, bool)) []*cobra.C
 	purge.Flags().Int64Var(&until, "until", 0, "received at or before (unix ms)")
 	purge.Flags().Int64Var(&limit, "limit", 0, "hooks (default 1000, at most 10000)")
 	quarantine.AddCommand(qList, release, purge)
-	cmds := []*cobra.Command{dlq, replay, quarantine, hooksCommand(c), tenantsCommand(c), sourcesCommand(c), auditCommand(c)}
+	cmds := []*cobra.Command{dlq, replay, quarantine, hooksCommand(c), tenantsCommand(c), sourcesCommand(c), auditCommand(c), rateLimitsCommand(c)}
 	for _, cmd := range cmds {
 		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitUsage, err: err} })
 	}

@@ -14,24 +14,34 @@ import (
 	"github.com/ankusa-go/ankusa/test/fixture"
 )
 
-// Issue 12: `ankusa sources list|apply -f` and `ankusa audit list`, tables by default and -o json.
-func TestSourcesAndAuditCommands(t *testing.T) {
-	const token = "cli-src-token"
+// cliNode starts an edge node named name whose principal ops (every scope and tenant) holds the CLI's token,
+// with a log source sample of tenant acme, and returns a runner of the CLI against it: exit code, stdout, stderr.
+func cliNode(t *testing.T, name string, mutate func(*config.Config)) func(args ...string) (int, string, string) {
+	t.Helper()
+	const token = "cli-node-token"
 	sum := sha256.Sum256([]byte(token))
-	inst := fixture.Instance(t, "clisrc", func(cfg *config.Config) {
+	inst := fixture.Instance(t, name, func(cfg *config.Config) {
 		cfg.Node.Roles = []string{"edge"}
 		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("acme", 1)}
 		cfg.Admin.Principals = []config.Principal{
 			{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]), Scopes: config.AdminScopes, Tenants: []string{"*"}},
 		}
+		if mutate != nil {
+			mutate(cfg)
+		}
 	}, nil)
 	url := "http://" + inst.AdminAddr()
 	env := envOf(map[string]string{"ANKUSA_ADMIN_TOKEN": token})
-	cli := func(args ...string) (int, string, string) {
+	return func(args ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
 		code := run(append(args, "--admin-url", url), &out, &errOut, env)
 		return code, out.String(), errOut.String()
 	}
+}
+
+// Issue 12: `ankusa sources list|apply -f` and `ankusa audit list`, tables by default and -o json.
+func TestSourcesAndAuditCommands(t *testing.T) {
+	cli := cliNode(t, "clisrc", nil)
 	file := filepath.Join(t.TempDir(), "sources.yml")
 	if err := os.WriteFile(file, []byte("sources:\n  gh:\n    tenant: acme\n    verify: {type: github, secret: cli-secret-value}\n    sinks:\n      - type: log\n"), 0o600); err != nil {
 		t.Fatal(err)
