@@ -2,8 +2,11 @@ package admin
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strconv"
@@ -110,11 +113,21 @@ func (s *server) start() error {
 		_ = ln.Close()
 		return err
 	}
+	tcfg, err := cfg.Admin.TLS.ServerConfig(true)
+	if err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("admin: admin.tls: %w", err)
+	}
+	if tcfg != nil {
+		ln = tls.NewListener(ln, tcfg)
+	}
 	if len(s.d.Principals) == 0 {
 		s.d.Log.Warn().Msg("admin: no principal configured, every /v1 route answers 401; add one under " +
 			"admin.principals: {name, token_sha256: hex of the token's SHA-256, scopes: [...], tenants: [\"*\"]}")
 	}
-	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	// The server's own messages (a failed TLS handshake) go to the instance's log, not to stderr.
+	s.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: log.New(s.d.Log.With().Str("component", "admin_http").Logger(), "", 0)}
 	bound := ln.Addr().String()
 	if s.d.Bound != nil {
 		s.d.Bound(bound)
@@ -126,7 +139,7 @@ func (s *server) start() error {
 			s.d.Log.Error().Err(err).Msg("admin listener stopped")
 		}
 	})
-	s.d.Log.Info().Str("addr", bound).Msg("admin listening")
+	s.d.Log.Info().Str("addr", bound).Bool("tls", tcfg != nil).Msg("admin listening")
 	return nil
 }
 

@@ -13,10 +13,12 @@ import (
 	"github.com/ankusa-go/ankusa/config"
 )
 
-// principal is one configured caller, its token known only by its SHA-256.
+// principal is one configured caller, its token known only by its SHA-256, or its client certificate by the
+// SHA-256 of its DER.
 type principal struct {
 	name       string
 	hash       [sha256.Size]byte
+	cert       bool // hash is the client certificate's fingerprint, not a token's hash
 	scopes     []string
 	allTenants bool
 	tenants    []string
@@ -48,6 +50,12 @@ func principals(cfg []config.Principal) ([]principal, error) {
 	for _, c := range cfg {
 		p := principal{name: c.Name, scopes: slices.Clone(c.Scopes)}
 		switch {
+		case c.ClientCertSHA256 != "":
+			h, err := hex.DecodeString(config.CertFingerprint(c.ClientCertSHA256))
+			if err != nil || len(h) != sha256.Size {
+				return nil, fmt.Errorf("admin: principal %s: client_cert_sha256 is not 64 hex digits", c.Name)
+			}
+			p.hash, p.cert = [sha256.Size]byte(h), true
 		case c.TokenFile != "":
 			b, err := os.ReadFile(c.TokenFile)
 			if err != nil {
@@ -78,11 +86,31 @@ func principals(cfg []config.Principal) ([]principal, error) {
 	return out, nil
 }
 
-// authenticate finds the principal whose token the request bears. It compares the token's hash with every
-// principal's in constant time and never stops early, so the answer's timing says nothing about which
-// hash came close. ok false with present true: a token that matches no principal.
+// authenticate finds the principal of the request: the one whose client_cert_sha256 is the fingerprint of
+// the verified client certificate the connection presented, else the one whose token the request bears. It
+// compares hashes with every principal's in constant time and never stops early, so the answer's timing
+// says nothing about which hash came close. p nil with present true: a certificate or token that matches
+// no principal.
 func authenticate(ps []principal, r *http.Request) (p *principal, present bool) {
+	var certPresent bool
+	// VerifiedChains is set only when the certificate chained to admin.tls.client_ca_file: an unverified
+	// certificate never names a principal.
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.PeerCertificates) > 0 {
+		certPresent = true
+		sum := sha256.Sum256(r.TLS.PeerCertificates[0].Raw)
+		for i := range ps {
+			if ps[i].cert && subtle.ConstantTimeCompare(sum[:], ps[i].hash[:]) == 1 {
+				p = &ps[i]
+			}
+		}
+		if p != nil {
+			return p, true
+		}
+	}
 	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, certPresent
+	}
 	scheme, tok, found := strings.Cut(h, " ")
 	if !found || !strings.EqualFold(scheme, "Bearer") {
 		return nil, h != ""
@@ -93,7 +121,7 @@ func authenticate(ps []principal, r *http.Request) (p *principal, present bool) 
 	}
 	sum := sha256.Sum256([]byte(tok))
 	for i := range ps {
-		if subtle.ConstantTimeCompare(sum[:], ps[i].hash[:]) == 1 {
+		if !ps[i].cert && subtle.ConstantTimeCompare(sum[:], ps[i].hash[:]) == 1 {
 			p = &ps[i]
 		}
 	}

@@ -3,6 +3,7 @@ package config
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/ankusa-go/ankusa/verify"
 )
@@ -142,6 +143,10 @@ type Admin struct {
 	MetricsAuth bool `yaml:"metrics_auth"`
 	// Principals may call the /v1 operator API; with none, every /v1 route answers 401.
 	Principals []Principal `yaml:"principals"`
+	// TLS serves the admin port over TLS when cert_file and key_file are set, with the keys of http.tls.
+	// With client_ca_file set, a client certificate is verified against it (client_auth request: when
+	// one is sent; require: always), and principals with client_cert_sha256 are matched by it.
+	TLS TLS `yaml:"tls"`
 }
 
 // Principal is one caller of the operator API: a bearer token known only by its SHA-256, the scopes it
@@ -152,9 +157,18 @@ type Principal struct {
 	// never configured. Exactly one of token_sha256 and token_file.
 	TokenSHA256 string `yaml:"token_sha256" config:"secret"`
 	// TokenFile holds the token itself (surrounding white space ignored); the node hashes it at boot.
-	TokenFile string   `yaml:"token_file"`
-	Scopes    []string `yaml:"scopes"`  // at least one of AdminScopes
-	Tenants   []string `yaml:"tenants"` // ["*"], or tenant ids
+	TokenFile string `yaml:"token_file"`
+	// ClientCertSHA256 is the hex SHA-256 of the DER of the client certificate (the leaf) this principal
+	// presents over admin.tls (openssl x509 -noout -fingerprint -sha256, colons allowed). The certificate
+	// must also chain to admin.tls.client_ca_file. Exactly one of token_sha256, token_file and it.
+	ClientCertSHA256 string   `yaml:"client_cert_sha256"`
+	Scopes           []string `yaml:"scopes"`  // at least one of AdminScopes
+	Tenants          []string `yaml:"tenants"` // ["*"], or tenant ids
+}
+
+// CertFingerprint normalizes a client_cert_sha256: lower case, colons and spaces dropped.
+func CertFingerprint(s string) string {
+	return strings.ToLower(strings.NewReplacer(":", "", " ", "").Replace(s))
 }
 
 // AdminScopes are the scopes a principal may hold.

@@ -64,20 +64,7 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "http.header_timeout_ms", c.HTTP.HeaderTimeoutMS)
 	positive(ps, "http.read_timeout_ms", c.HTTP.ReadTimeoutMS)
 	positive(ps, "http.idle_timeout_ms", c.HTTP.IdleTimeoutMS)
-	if t := c.HTTP.TLS; t.Enabled() || t.ClientAuth != "" || t.ClientCAFile != "" {
-		if t.CertFile == "" || t.KeyFile == "" {
-			ps.add("http.tls", "cert_file and key_file are both required")
-		}
-		switch t.ClientAuth {
-		case "", "none", "request":
-		case "require":
-			if t.ClientCAFile == "" {
-				ps.add("http.tls.client_ca_file", "is required with client_auth require")
-			}
-		default:
-			ps.oneOf("http.tls.client_auth", []string{"none", "request", "require"}, t.ClientAuth)
-		}
-	}
+	validateTLS(ps, "http.tls", c.HTTP.TLS)
 	// The top-level alias is resolved by Parse; on a Config built in code only http.max_body_bytes counts.
 	if c.MaxBodyBytes < 0 {
 		ps.mustBe("max_body_bytes", "> 0", c.MaxBodyBytes)
@@ -89,6 +76,12 @@ func (c *Config) validate(ps *problems) {
 	checkPort(ps, "admin.port", c.Admin.Port)
 	if c.Admin.Enabled && c.Admin.Port != 0 && c.Admin.Port == c.HTTP.Port && addrsOverlap(c.HTTP.IP, c.Admin.IP) {
 		ps.mustBe("admin.port", "different from http.port on an overlapping address", c.Admin.Port)
+	}
+	validateTLS(ps, "admin.tls", c.Admin.TLS)
+	if t := c.Admin.TLS; t.ClientCAFile != "" {
+		if _, err := LoadCertPool(t.ClientCAFile); err != nil {
+			ps.add("admin.tls.client_ca_file", "must be a readable PEM file of CA certificates: %v", err)
+		}
 	}
 	c.validatePrincipals(ps)
 	positive(ps, "audit.retention_days", c.Audit.RetentionDays)
@@ -297,8 +290,29 @@ func prefixProblem(p string) string {
 }
 
 // validatePrincipals checks admin.principals; a token hash is never echoed (a problem says what is wrong).
+// validateTLS checks http.tls or admin.tls (at names it).
+func validateTLS(ps *problems, at string, t TLS) {
+	if !t.Enabled() && t.ClientAuth == "" && t.ClientCAFile == "" {
+		return
+	}
+	if t.CertFile == "" || t.KeyFile == "" {
+		ps.add(at, "cert_file and key_file are both required")
+	}
+	switch t.ClientAuth {
+	case "", "none", "request":
+	case "require":
+		if t.ClientCAFile == "" {
+			ps.add(at+".client_ca_file", "is required with client_auth require")
+		}
+	default:
+		ps.oneOf(at+".client_auth", []string{"none", "request", "require"}, t.ClientAuth)
+	}
+}
+
 func (c *Config) validatePrincipals(ps *problems) {
-	names, hashes := map[string]bool{}, map[string]bool{}
+	names, hashes, certs := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	t := c.Admin.TLS
+	certAuth := t.Enabled() && t.ClientCAFile != "" && (t.ClientAuth == "request" || t.ClientAuth == "require")
 	for n, p := range c.Admin.Principals {
 		at := "admin.principals[" + strconv.Itoa(n) + "]"
 		switch {
@@ -308,11 +322,28 @@ func (c *Config) validatePrincipals(ps *problems) {
 			ps.add(at+".name", "must be unique, %s is named twice", quote(p.Name))
 		}
 		names[p.Name] = true
+		set := 0
+		for _, v := range []string{p.TokenSHA256, p.TokenFile, p.ClientCertSHA256} {
+			if v != "" {
+				set++
+			}
+		}
 		switch {
-		case p.TokenSHA256 != "" && p.TokenFile != "":
-			ps.add(at, "needs exactly one of token_sha256 and token_file, got both")
-		case p.TokenSHA256 == "" && p.TokenFile == "":
-			ps.add(at, "needs one of token_sha256 (hex of the token's SHA-256) and token_file")
+		case set > 1:
+			ps.add(at, "needs exactly one of token_sha256, token_file and client_cert_sha256, got %d", set)
+		case set == 0:
+			ps.add(at, "needs one of token_sha256 (hex of the token's SHA-256), token_file and client_cert_sha256")
+		case p.ClientCertSHA256 != "":
+			h := CertFingerprint(p.ClientCertSHA256)
+			switch {
+			case len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "":
+				ps.add(at+".client_cert_sha256", "must be the 64 hex digits of the client certificate's SHA-256 fingerprint")
+			case certs[h]:
+				ps.add(at+".client_cert_sha256", "must be unique: two principals hold the same certificate")
+			case !certAuth:
+				ps.add(at+".client_cert_sha256", "needs admin.tls with cert_file, key_file, client_ca_file and client_auth request or require")
+			}
+			certs[h] = true
 		case p.TokenSHA256 != "":
 			h := strings.ToLower(p.TokenSHA256)
 			if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {

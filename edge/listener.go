@@ -2,12 +2,10 @@ package edge
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -206,27 +204,9 @@ func (e *Edge) transportError(ctx *fasthttp.RequestCtx, err error) {
 // request any client certificate is taken and client_cert sources check it against
 // their pins; with require it must chain to client_ca_file.
 func tlsConfig(t config.TLS) (*tls.Config, error) {
-	if !t.Enabled() {
-		return nil, nil
-	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	c, err := t.ServerConfig(false)
 	if err != nil {
-		return nil, fmt.Errorf("edge: cannot load the TLS certificate: %w", err)
-	}
-	c := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	switch t.ClientAuth {
-	case "request":
-		c.ClientAuth = tls.RequestClientCert
-	case "require":
-		pem, err := os.ReadFile(t.ClientCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("edge: cannot read client_ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.New("edge: client_ca_file holds no PEM certificate")
-		}
-		c.ClientCAs, c.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		return nil, fmt.Errorf("edge: http.tls: %w", err)
 	}
 	return c, nil
 }
