@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,23 +39,33 @@ type adminClient struct {
 	env       func(string) (string, bool)
 	url       string
 	tokenFile string
-	output    string
-	stdout    io.Writer
+	// certFile and keyFile are a client certificate presented to an admin.tls listener; caFile the CA its
+	// server certificate is checked against (default: the system's).
+	certFile, keyFile, caFile string
+	output                    string
+	stdout                    io.Writer
 }
 
 func (c *adminClient) flags(cmd *cobra.Command) {
 	f := cmd.PersistentFlags()
 	f.StringVar(&c.url, "admin-url", "", "the node's admin API (default: http://<admin.ip>:<admin.port> of the config, else http://127.0.0.1:4002)")
 	f.StringVar(&c.tokenFile, "token-file", "", "a file holding the bearer token (default: $ANKUSA_ADMIN_TOKEN, else <data_dir>/<instance>/admin.token of the config)")
+	f.StringVar(&c.certFile, "cert", "", "a client certificate (PEM) for an admin listener with admin.tls (default: $ANKUSA_ADMIN_CERT); with it no token is needed")
+	f.StringVar(&c.keyFile, "key", "", "the client certificate's key (PEM) (default: $ANKUSA_ADMIN_KEY)")
+	f.StringVar(&c.caFile, "cacert", "", "the CA (PEM) the admin listener's certificate is checked against (default: $ANKUSA_ADMIN_CACERT, else the system's)")
 	f.StringVarP(&c.output, "output", "o", "table", "table or json")
 }
 
-// token reads the bearer token: --token-file, else ANKUSA_ADMIN_TOKEN, else the local token file.
+// token reads the bearer token: --token-file, else ANKUSA_ADMIN_TOKEN, else the local token file. With a
+// client certificate the token is optional: "" when neither the flag nor the variable gives one.
 func (c *adminClient) token() (string, error) {
 	path := c.tokenFile
 	if path == "" {
 		if t, ok := c.env("ANKUSA_ADMIN_TOKEN"); ok && strings.TrimSpace(t) != "" {
 			return strings.TrimSpace(t), nil
+		}
+		if c.flagOrEnv(c.certFile, "ANKUSA_ADMIN_CERT") != "" {
+			return "", nil
 		}
 		cfg, err := config.Resolve(c.env)
 		if err != nil {
@@ -69,14 +80,59 @@ func (c *adminClient) token() (string, error) {
 	return strings.TrimSpace(string(b)), nil
 }
 
+// flagOrEnv is a flag's value, else the variable's.
+func (c *adminClient) flagOrEnv(flag, name string) string {
+	if flag != "" {
+		return flag
+	}
+	v, _ := c.env(name)
+	return strings.TrimSpace(v)
+}
+
 func (c *adminClient) base() string {
 	if c.url != "" {
 		return strings.TrimRight(c.url, "/")
 	}
-	if cfg, err := config.Resolve(c.env); err == nil {
-		return "http://" + net.JoinHostPort(cfg.Admin.IP, strconv.Itoa(cfg.Admin.Port))
+	scheme := "http://"
+	if c.flagOrEnv(c.certFile, "ANKUSA_ADMIN_CERT") != "" || c.flagOrEnv(c.caFile, "ANKUSA_ADMIN_CACERT") != "" {
+		scheme = "https://"
 	}
-	return "http://127.0.0.1:4002"
+	if cfg, err := config.Resolve(c.env); err == nil {
+		if cfg.Admin.TLS.Enabled() {
+			scheme = "https://"
+		}
+		return scheme + net.JoinHostPort(cfg.Admin.IP, strconv.Itoa(cfg.Admin.Port))
+	}
+	return scheme + "127.0.0.1:4002"
+}
+
+// tlsConfig is the client side of admin.tls: the CA of --cacert and the certificate of --cert/--key (nil
+// when none is given: the system's roots, no certificate).
+func (c *adminClient) tlsConfig() (*tls.Config, error) {
+	certFile, keyFile := c.flagOrEnv(c.certFile, "ANKUSA_ADMIN_CERT"), c.flagOrEnv(c.keyFile, "ANKUSA_ADMIN_KEY")
+	caFile := c.flagOrEnv(c.caFile, "ANKUSA_ADMIN_CACERT")
+	if certFile == "" && keyFile == "" && caFile == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pool, err := config.LoadCertPool(caFile)
+		if err != nil {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("--cacert: %w", err)}
+		}
+		tc.RootCAs = pool
+	}
+	if certFile != "" || keyFile != "" {
+		if certFile == "" || keyFile == "" {
+			return nil, &exitError{code: exitUsage, err: errors.New("--cert and --key go together")}
+		}
+		cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, &exitError{code: exitUsage, err: fmt.Errorf("--cert/--key: %w", err)}
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
 }
 
 // call sends one request and decodes the JSON answer into out; an error answer becomes an exitError with
@@ -105,11 +161,17 @@ func (c *adminClient) call(method, path string, query url.Values, body any, out 
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	tr := &http.Transport{}
+	tc, err := c.tlsConfig()
+	if err != nil {
+		return err
+	}
+	tr := &http.Transport{TLSClientConfig: tc}
 	defer tr.CloseIdleConnections()
 	resp, err := (&http.Client{Transport: tr, Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
