@@ -54,6 +54,9 @@ type Config struct {
 	Health     Health     `yaml:"health"`
 	// Audit is the trail of operator changes (admin API).
 	Audit Audit `yaml:"audit"`
+	// Lifecycle publishes source and tenant changes as CloudEvents to its sinks (off when it lists none). Its
+	// sink options are walked like a source's, never echoed in a problem.
+	Lifecycle Lifecycle `yaml:"lifecycle" config:"noecho"`
 	// SourceStore is where the sources managed through the admin API live (the file's are always read-only).
 	SourceStore SourceStore `yaml:"source_store"`
 	// Debug holds test-only switches; every one is off by default and none belongs in production.
@@ -393,3 +396,12 @@ type Store struct {
 	// commit_stalled and counts a stall; the write itself is still waited for. > 0.
 	CommitStallMS int `yaml:"commit_stall_ms"`
 }
+
+// Lifecycle is the lifecycle section: the sinks every source and tenant change is published to, as a
+// CloudEvents 1.0 JSON body, at least once and in commit order. Empty: no event is published.
+type Lifecycle struct {
+	Sinks []SinkSpec `yaml:"sinks"`
+}
+
+// LifecycleEnabled reports whether lifecycle.sinks lists a sink (a store is needed to keep the outbox).
+func (c *Config) LifecycleEnabled() bool { return len(c.Lifecycle.Sinks) > 0 && c.WAL.Type != WALNone }

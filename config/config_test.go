@@ -83,6 +83,9 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"http.routing", "http: {routing: host}", nil, "http.routing", `must be one of path|tenant_path, got "host"`},
 		{"sink type", "sources: {gh: {sinks: [{type: smtp}]}}", nil, "sources.gh.sinks[0].type", `must be one of log|http|kafka|rabbitmq|nats|redis|sqs|google_pubsub, got "smtp"`},
 		{"sink type missing", "sources: {gh: {sinks: [{url: x}]}}", nil, "sources.gh.sinks[0].type", "is required"},
+		{"lifecycle sink type", "lifecycle: {sinks: [{type: smtp}]}", nil, "lifecycle.sinks[0].type", `must be one of log|http|kafka|rabbitmq|nats|redis|sqs|google_pubsub, got "smtp"`},
+		{"lifecycle sink type missing", "lifecycle: {sinks: [{url: x}]}", nil, "lifecycle.sinks[0].type", "is required"},
+		{"lifecycle needs a store", "wal: {type: none}\nlifecycle: {sinks: [{type: http, url: x}]}\nsources: {gh: {sinks: [{type: http, url: x}]}}", nil, "lifecycle.sinks", "needs a store"},
 		{"unknown role", "node: {roles: [edge, foo]}", nil, "node.roles[1]", `must be one of claim_check|dispatch|edge|storage, got "foo"`},
 		// ranges
 		{"instance", "instance: 'a b'", nil, "instance", `must match [A-Za-z0-9_-]{1,64}, got "a b"`},

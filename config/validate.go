@@ -85,6 +85,10 @@ func (c *Config) validate(ps *problems) {
 	}
 	c.validatePrincipals(ps)
 	positive(ps, "audit.retention_days", c.Audit.RetentionDays)
+	validateSinkTypes(ps, "lifecycle.sinks", c.Lifecycle.Sinks)
+	if len(c.Lifecycle.Sinks) > 0 && c.WAL.Type == WALNone {
+		ps.add("lifecycle.sinks", "needs a store to keep the events until a sink confirms (wal.type disk or dual)")
+	}
 	switch ss := c.SourceStore; {
 	case !slices.Contains([]string{SourceStoreStatic, SourceStorePersistent, SourceStoreRedis}, ss.Type):
 		ps.oneOf("source_store.type", []string{SourceStoreStatic, SourceStorePersistent, SourceStoreRedis}, ss.Type)
@@ -190,20 +194,25 @@ func (c *Config) validateSource(ps *problems, id string, s Source) {
 		ps.add(sp, "must list at least one sink")
 		return
 	}
-	durable := false
-	for i, k := range s.Sinks {
-		switch {
-		case k.Type == "":
-			ps.add(join(index(sp, i), "type"), "is required (one of %s)", strings.Join(sinkTypes, "|"))
-		case !slices.Contains(sinkTypes, k.Type):
-			ps.oneOf(join(index(sp, i), "type"), sinkTypes, k.Type)
-		}
-		durable = durable || k.Durable()
-	}
+	durable := validateSinkTypes(ps, sp, s.Sinks)
 	if c.WAL.Type == WALNone && !durable {
 		// Design: "boot refuses a wal: :none config in which no sink of a static source can make it".
 		ps.add(sp, "wal.type none needs at least one durable sink")
 	}
+}
+
+// validateSinkTypes checks the type of every entry of a sinks list at path and reports whether one is durable.
+func validateSinkTypes(ps *problems, path string, ks []SinkSpec) (durable bool) {
+	for i, k := range ks {
+		switch {
+		case k.Type == "":
+			ps.add(join(index(path, i), "type"), "is required (one of %s)", strings.Join(sinkTypes, "|"))
+		case !slices.Contains(sinkTypes, k.Type):
+			ps.oneOf(join(index(path, i), "type"), sinkTypes, k.Type)
+		}
+		durable = durable || k.Durable()
+	}
+	return durable
 }
 
 func positive[T int | int64](ps *problems, path string, v T) {

@@ -38,6 +38,14 @@ func Check(cfg *config.Config) error {
 			add(fmt.Sprintf("node.roles[%d]", i), "this build does not run role %s (it runs %s)", r, strings.Join(builtRoles, ", "))
 		}
 	}
+	for n, spec := range cfg.Lifecycle.Sinks {
+		s, err := builtin.NewRegistry().New(spec, sinks.Deps{Instance: cfg.Instance, Log: zerolog.Nop()})
+		if err != nil {
+			add(fmt.Sprintf("lifecycle.sinks[%d]", n), "%v", err) // sink option errors never echo a value
+			continue
+		}
+		_ = s.Close()
+	}
 	// Every sink is built here whatever this node's roles: a hook an edge-only node stores
 	// for a sink that no node of this build can deliver would never leave the store.
 	reg := builtin.NewRegistry()

@@ -82,6 +82,8 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 		LogLevel: func() zerolog.Level { return zerolog.Level(i.level.Load()) },
 		Store:    func() *store.DB { return i.db.Load() },
 		Sources:  i.sources,
+		// Source changes are flagged for publication in their audit row's batch while lifecycle.sinks is set.
+		Lifecycle: cfg.LifecycleEnabled(),
 		Ready: func(now time.Time) (bool, map[string]any) {
 			ok, status, st := i.health.Ready(now)
 			body := map[string]any{"status": status, "instance": cfg.Instance, "store": st}

@@ -2,6 +2,7 @@ package instance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"sync"
@@ -183,7 +184,9 @@ func (x *eraser) run(p store.EraseProgress) error {
 			at := time.Now().UnixMilli()
 			_, err := db.CommitAudited(store.AuditEntry{Actor: p.Actor, Client: p.Client, RequestID: p.RequestID,
 				Action: "tenant.delete", Subject: "tenant:" + p.Tenant, Tenant: p.Tenant,
-				Before: []byte("tenant " + p.Tenant), After: nil}, store.EraseOps(p.Tenant, at)...)
+				Before: []byte("tenant " + p.Tenant), After: nil,
+				// The io.ankusa.tenant.deleted event: flagged in the tombstone's batch, its entity the tenant id.
+				Lifecycle: x.i.cfg.LifecycleEnabled(), Entity: tenantEntity(p.Tenant)}, store.EraseOps(p.Tenant, at)...)
 			if err != nil {
 				return fmt.Errorf("commit the tombstone: %w", err)
 			}
@@ -244,4 +247,10 @@ func (x *eraser) resumeWhenOpen() {
 		}
 		x.resume()
 	}()
+}
+
+// tenantEntity is the redacted entity of a tenant's lifecycle event.
+func tenantEntity(tenant string) []byte {
+	b, _ := json.Marshal(map[string]string{"tenant": tenant})
+	return b
 }

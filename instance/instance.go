@@ -19,6 +19,7 @@ import (
 	"github.com/ankusa-go/ankusa/edge"
 	"github.com/ankusa-go/ankusa/fleet"
 	"github.com/ankusa-go/ankusa/intake"
+	"github.com/ankusa-go/ankusa/lifecycle"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 	"github.com/ankusa-go/ankusa/sources"
@@ -64,8 +65,10 @@ type Instance struct {
 	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
 	fleet  *fleet.Store    // rate_limits.scope or dedupe.scope fleet: the shared Redis
 	erase  *eraser         // tenant erase jobs (erase.go)
-	dual   *intake.Dual    // wal.type dual: the intake log's committer, reconciler and recovery
-	ilog   *intake.Log
+	// lifecycle are the sinks of lifecycle.sinks, built at boot (lifecycle.go).
+	lifecycle []lifecycle.Target
+	dual      *intake.Dual // wal.type dual: the intake log's committer, reconciler and recovery
+	ilog      *intake.Log
 	// sources are the file's and the API-managed sources (source_store); layered is the edge's view of them.
 	sources      *sources.Set
 	redisSources *sources.Redis // source_store.type redis
@@ -183,7 +186,7 @@ func (i *Instance) Start() error {
 		// Audit rows a crash left pending are settled at boot; rows past audit.retention_days are pruned.
 		{Name: "audit-sweeper", Domain: "sweeper", Isolated: true,
 			Props: i.withKill(store.NewAuditSweeperProps(i.db.Load, time.Duration(cfg.Audit.RetentionDays)*24*time.Hour,
-				time.Minute, false, i.settleSource()))},
+				time.Minute, cfg.LifecycleEnabled(), i.settleSource()))},
 	}...)
 	if cfg.HasRole("edge") {
 		static, err := edge.NewStaticSources(cfg.Sources)
@@ -296,6 +299,13 @@ func (i *Instance) Start() error {
 		}
 		children = append(children, supervision.ChildSpec{Name: "admin", Props: i.withKill(admin.NewProps(deps)), Domain: "admin", Isolated: true})
 	}
+	if cfg.LifecycleEnabled() {
+		if err := i.buildLifecycle(); err != nil {
+			i.system.Shutdown()
+			return fmt.Errorf("instance %s: %w", cfg.Instance, err)
+		}
+		children = append(children, i.lifecycleChild())
+	}
 	if i.sources.Kind() == sources.KindStatic {
 		i.applySources() // nothing to wait for
 	}
@@ -306,6 +316,7 @@ func (i *Instance) Start() error {
 		if i.disp != nil {
 			i.disp.Close()
 		}
+		i.closeLifecycle()
 		if i.pub != nil {
 			i.pub.Close()
 		}
@@ -481,6 +492,7 @@ func (i *Instance) Stop() error {
 		if i.disp != nil {
 			i.disp.Close()
 		}
+		i.closeLifecycle()
 		if i.pub != nil {
 			i.pub.Close() // after the listener stopped: no request publishes any more
 		}

@@ -45,6 +45,8 @@ type Metrics struct {
 	ClaimCheck *ClaimCheckMetrics
 	// Intake holds the intake log's series (wal.type dual).
 	Intake *IntakeMetrics
+	// Lifecycle counts the lifecycle events published (lifecycle.sinks).
+	Lifecycle *LifecycleMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -115,6 +117,7 @@ func newMetrics(instance string) *Metrics {
 	m.Backup = newBackupMetrics(reg, l)
 	m.ClaimCheck = newClaimCheckMetrics(reg, l)
 	m.Intake = newIntakeMetrics(reg, l)
+	m.Lifecycle = newLifecycleMetrics(reg, l)
 	return m
 }
 

@@ -21,6 +21,12 @@ const adminToken = "audit-test-token"
 // startAdminNode runs the binary (edge role, one log source) with an operator principal of every scope.
 func startAdminNode(t *testing.T, name, dataDir string) *node {
 	t.Helper()
+	return startAdminNodeWith(t, name, dataDir, "")
+}
+
+// startAdminNodeWith is startAdminNode with extra top-level config (YAML) appended.
+func startAdminNodeWith(t *testing.T, name, dataDir, extra string) *node {
+	t.Helper()
 	n := &node{t: t, port: freePort(t), admin: freePort(t), exited: make(chan struct{})}
 	sum := sha256.Sum256([]byte(adminToken))
 	cfg := fmt.Sprintf(`instance: %s
@@ -39,7 +45,7 @@ admin:
       tenants: ["*"]
 listener:
   drain_delay_ms: 0
-%s`, name, dataDir, n.port, n.admin, hex.EncodeToString(sum[:]), logSources)
+%s%s`, name, dataDir, n.port, n.admin, hex.EncodeToString(sum[:]), logSources, extra)
 	cfgPath := filepath.Join(dataDir, name+".yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
