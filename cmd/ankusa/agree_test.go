@@ -64,11 +64,11 @@ func TestCheckConfigAndServeAgree(t *testing.T) {
 }
 
 // What config accepts but this build cannot run is refused by check-config too, naming
-// the key (README: "wal.type: dual … and wal.type: none …: the node refuses to start").
+// the key.
 func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 	const logSource = "sources: {s: {sinks: [{type: log}]}}\n"
 	cases := map[string]string{
-		"wal.type dual":                      "wal: {type: dual}\n" + logSource,
+		"wal.type dual without brokers":      "wal: {type: dual}\n" + logSource,
 		"wal.type none with only a log sink": "wal: {type: none}\n" + logSource,
 		"role claim_check without tokens":    "node: {roles: [edge, claim_check]}\n" + logSource,
 		"http sink without url":              "sources: {s: {sinks: [{type: http, timeout_ms: 100}]}}\n",
@@ -76,7 +76,7 @@ func TestCheckConfigRefusesWhatServeCannotBuild(t *testing.T) {
 		"google_pubsub sink without topic":   "sources: {s: {sinks: [{type: google_pubsub, project: p}]}}\n",
 	}
 	paths := map[string]string{
-		"wal.type dual": "wal.type", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check without tokens": "claim_check.auth.tokens",
+		"wal.type dual without brokers": "intake.brokers", "wal.type none with only a log sink": "sources.s.sinks", "role claim_check without tokens": "claim_check.auth.tokens",
 		"http sink without url": "sources.s.sinks[0]", "sqs sink without queue_url": "sources.s.sinks[0]",
 		"google_pubsub sink without topic": "sources.s.sinks[0]",
 	}
