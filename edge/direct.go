@@ -318,8 +318,11 @@ func (p *Publisher) deliver(ctx context.Context, s *directSink, env *sinks.Envel
 		return publishOK
 	}
 	res, label := publishRefused, telemetry.ResultError
+	dl, hasDL := ctx.Deadline()
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, hasDL && !now.Before(dl):
+		// The second test: a sink whose connection deadline is the context's returns at the deadline, and on a
+		// loaded box before the context's own timer has marked it done.
 		res, label = publishTimeout, telemetry.ResultTimeout
 	case errors.Is(err, sinks.ErrPanicked):
 		res = publishPanicked
