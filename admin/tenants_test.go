@@ -53,6 +53,11 @@ func TestTenantEraseLeavesNoTrace(t *testing.T) {
 		want(t, "api source", http.StatusCreated, "")
 	call(t, "PUT", base+"/v1/tenants/globex/sources/api-src-g", opsToken, json.RawMessage(`{"sinks":[{"type":"log"}]}`)).
 		want(t, "api source", http.StatusCreated, "")
+	// A runtime rate-limit override of each (inventory G.5: the tenant's goes with it).
+	call(t, "PUT", base+"/v1/tenants/acme/rate-limit", opsToken, json.RawMessage(`{"rate":50,"burst":60}`)).
+		want(t, "acme override", http.StatusOK, "")
+	call(t, "PUT", base+"/v1/tenants/globex/rate-limit", opsToken, json.RawMessage(`{"rate":50,"burst":60}`)).
+		want(t, "globex override", http.StatusOK, "")
 
 	// Closed: ingest refuses the tenant, and only it.
 	inst.Edge().CloseTenant("acme")
@@ -113,6 +118,13 @@ func TestTenantEraseLeavesNoTrace(t *testing.T) {
 	}
 	call(t, "GET", base+"/v1/tenants/acme/sources/api-src", opsToken, nil).want(t, "erased source", http.StatusNotFound, "source_not_found")
 	call(t, "GET", base+"/v1/tenants/globex/sources/api-src-g", opsToken, nil).want(t, "other tenant's source", http.StatusOK, "")
+	if a := call(t, "GET", base+"/v1/tenants/acme/rate-limit", opsToken, nil); a.status != http.StatusOK || a.body["source"] != "none" {
+		t.Fatalf("the erased tenant's override: %d %v, want none", a.status, a.body)
+	}
+	call(t, "GET", base+"/v1/tenants/globex/rate-limit", opsToken, nil).want(t, "other tenant's override", http.StatusOK, "")
+	if _, ok := inst.Edge().RateOverride("acme"); ok {
+		t.Fatal("the edge still applies the erased tenant's override")
+	}
 	// Idempotent: a repeated DELETE answers erased.
 	call(t, "DELETE", base+"/v1/tenants/acme?confirm=acme", opsToken, nil).want(t, "again", http.StatusOK, "")
 	// Ingest takes the tenant again once erased (its static sources still name it).

@@ -169,6 +169,9 @@ func (x *eraser) run(p store.EraseProgress) error {
 			if n.Sources > 0 && x.i.sources != nil {
 				x.i.applySources() // the edge and dispatch drop the removed sources
 			}
+			if x.i.edge != nil {
+				x.i.edge.SetRateOverride(p.Tenant, nil) // its override row went in the same batch
+			}
 			p.Stage = store.EraseFleet
 		case store.EraseFleet:
 			if x.i.edge != nil {

@@ -215,6 +215,8 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 			wb.PutCF(def, appendDedupeSourceCountKey(nil, src), binary.BigEndian.AppendUint64(nil, uint64(left)))
 		}
 	}
+	// The tenant's runtime rate-limit override (inventory G.5).
+	wb.DeleteCF(def, RateLimitKey(tenant))
 	// API-managed sources of the persistent source store.
 	// With each, its name's owner key (sources.Persistent: sn:<name> → tenant) when the tenant owns it.
 	srcPrefix := append(append([]byte(sourcePrefix), tenant...), 0)
