@@ -8,6 +8,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/ankusa-go/ankusa/sinks/kafkasink"
 )
 
 // Confirm is the outcome of one Publish: nil Err means every record of it was acknowledged by every in-sync
@@ -59,7 +61,7 @@ func NewLog(o LogOptions) (*Log, error) {
 		kgo.ProduceRequestTimeout(o.PublishTimeout),
 		kgo.ProducerBatchMaxBytes(int32(max(1_000_012, o.MaxRecordBytes+batchOverhead))),
 		kgo.MetadataMinAge(time.Second),
-		kgo.WithLogger(logger{o.Log}),
+		kgo.WithLogger(kafkasink.Logger(o.Log)),
 	}
 	cl, err := kgo.NewClient(append(opts, o.Extra...)...)
 	if err != nil {
@@ -142,21 +144,4 @@ func (l *Log) records(entries []Entry) []*kgo.Record {
 		size += entrySize(e)
 	}
 	return append(out, &kgo.Record{Key: []byte(node), Value: AppendRecord(nil, node, entries[start:])})
-}
-
-// logger hands franz-go's warnings and errors to zerolog (never its debug chatter).
-type logger struct{ l zerolog.Logger }
-
-func (l logger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
-
-func (l logger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	ev := l.l.Warn()
-	if level == kgo.LogLevelError {
-		ev = l.l.Error()
-	}
-	for i := 0; i+1 < len(keyvals); i += 2 {
-		k, _ := keyvals[i].(string)
-		ev = ev.Interface(k, keyvals[i+1])
-	}
-	ev.Msg(msg)
 }

@@ -7,6 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/ankusa-go/ankusa/sinks/kafkasink"
 )
 
 // Reader reads the intake topic back (boot recovery).
@@ -41,7 +43,7 @@ func (l *Log) Read(ctx context.Context, from map[int32]int64, fn func(int32, int
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(l.opts.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{l.opts.Topic: start}),
-		kgo.FetchMaxBytes(64<<20), kgo.WithLogger(logger{l.opts.Log}))
+		kgo.FetchMaxBytes(64<<20), kgo.WithLogger(kafkasink.Logger(l.opts.Log)))
 	if err != nil {
 		return nil, fmt.Errorf("intake: cannot configure the reader: %w", err)
 	}

@@ -166,7 +166,9 @@ func (s *sink) classify(err error) error {
 	}
 }
 
-// logger hands franz-go's warnings and errors to the instance's zerolog logger (never its debug chatter).
+// Logger hands franz-go's warnings and errors to l (never its debug chatter); the intake log's clients use it too.
+func Logger(l zerolog.Logger) kgo.Logger { return logger{l} }
+
 type logger struct{ l zerolog.Logger }
 
 func (l logger) Level() kgo.LogLevel { return kgo.LogLevelWarn }
