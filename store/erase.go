@@ -108,14 +108,7 @@ type Erased struct {
 // result. The tenant must be closed first (no commit and no claim of its rows), or rows may come back.
 func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 	var x Erased
-	db.commitMu.Lock()
-	defer db.commitMu.Unlock()
-	db.cmu.Lock()
-	defer db.cmu.Unlock()
-	db.qmu.Lock()
-	defer db.qmu.Unlock()
-	db.closeMu.RLock()
-	defer db.closeMu.RUnlock()
+	defer db.lockEveryWriter()()
 	if db.closed {
 		return x, ErrClosed
 	}

@@ -619,14 +619,7 @@ func (db *DB) ReleaseQuarantine(receivedAt int64, id [16]byte, rec *Record) (Out
 		return Outcome{}, fmt.Errorf("release of quarantine entry %x with a record of id %x: %w", id, rec.ID,
 			ErrBadKey)
 	}
-	db.commitMu.Lock()
-	defer db.commitMu.Unlock()
-	db.cmu.Lock()
-	defer db.cmu.Unlock()
-	db.qmu.Lock()
-	defer db.qmu.Unlock()
-	db.closeMu.RLock()
-	defer db.closeMu.RUnlock()
+	defer db.lockEveryWriter()()
 	if db.closed {
 		return Outcome{}, ErrClosed
 	}
@@ -652,4 +645,20 @@ func (db *DB) ReleaseQuarantine(receivedAt int64, id [16]byte, rec *Record) (Out
 		return Outcome{}, err
 	}
 	return rec.Outcome, nil
+}
+
+// lockEveryWriter takes, in the one order every path uses, the locks of every writer (commits, dispatch
+// outcomes, the pen) and the close lock, so nothing interleaves with the caller's read-then-write; it returns
+// the unlock.
+func (db *DB) lockEveryWriter() (unlock func()) {
+	db.commitMu.Lock()
+	db.cmu.Lock()
+	db.qmu.Lock()
+	db.closeMu.RLock()
+	return func() {
+		db.closeMu.RUnlock()
+		db.qmu.Unlock()
+		db.cmu.Unlock()
+		db.commitMu.Unlock()
+	}
 }
