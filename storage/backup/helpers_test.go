@@ -111,6 +111,22 @@ func (m *memStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+func (m *memStore) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	if err := m.err(); err != nil {
+		return 0, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for k := range m.objs {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.objs, k)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (m *memStore) String() string { return "mem:" + m.name }
 
 func (m *memStore) setFail(err error) {

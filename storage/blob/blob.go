@@ -31,6 +31,11 @@ type Store interface {
 	List(ctx context.Context, prefix string, fn func(Object) error) error
 	// Delete removes the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
+	// DeletePrefix removes every object whose key starts with prefix and returns how many it removed (a
+	// prefix holding none is not an error). prefix is a valid key ending with '/', so one call never
+	// removes a whole store, nor the objects of a sibling ("claims/tenant=a/" spares "claims/tenant=ab/").
+	// A call that fails part-way leaves the rest for a repeated call.
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
 	// String describes the store for logs (its kind and location), never with credentials.
 	String() string
 }
@@ -85,6 +90,29 @@ func ValidPrefix(prefix string) bool {
 		prefix = prefix[:len(prefix)-1]
 	}
 	return ValidKey(prefix)
+}
+
+// ValidDeletePrefix reports whether prefix may be passed to DeletePrefix: a valid key followed by '/'.
+func ValidDeletePrefix(prefix string) bool {
+	return len(prefix) > 1 && prefix[len(prefix)-1] == '/' && ValidKey(prefix[:len(prefix)-1])
+}
+
+// deleteListed removes, one Delete each, the objects List reports under prefix (read whole first: removing
+// while a walk is under way would disturb it).
+func deleteListed(ctx context.Context, s Store, prefix string) (int, error) {
+	var keys []string
+	if err := s.List(ctx, prefix, func(o Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	for n, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			return n, err
+		}
+	}
+	return len(keys), nil
 }
 
 func keyByte(c byte) bool {

@@ -384,6 +384,15 @@ func (l *LocalFS) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+// DeletePrefix removes the objects under prefix one by one; each Delete fsyncs its directory and removes the
+// directories it left empty, so nothing under prefix remains, not even an empty directory naming it.
+func (l *LocalFS) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	if !ValidDeletePrefix(prefix) {
+		return 0, fmt.Errorf("blob: cannot delete under %q in %s: %w", prefix, l, ErrInvalidKey)
+	}
+	return deleteListed(ctx, l, prefix)
+}
+
 // prune removes dir and its parents below the root while they are empty, then fsyncs the parent of the last
 // one removed. A directory that is not empty (ENOTEMPTY, or a Put's temporary file) ends it.
 func (l *LocalFS) prune(root *os.Root, dir string) error {

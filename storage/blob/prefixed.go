@@ -76,4 +76,11 @@ func (p *prefixed) Delete(ctx context.Context, key string) error {
 	return p.s.Delete(ctx, k)
 }
 
+func (p *prefixed) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	if !ValidDeletePrefix(prefix) {
+		return 0, fmt.Errorf("blob: cannot delete under %q in %s: %w", prefix, p, ErrInvalidKey)
+	}
+	return p.s.DeletePrefix(ctx, p.prefix+prefix)
+}
+
 func (p *prefixed) String() string { return p.s.String() + " under " + p.prefix }

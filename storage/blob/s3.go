@@ -17,6 +17,7 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/ankusa-go/ankusa/config"
@@ -243,6 +244,45 @@ func (s *S3) Delete(ctx context.Context, key string) error {
 		return fmt.Errorf("blob: cannot delete %s in %s: %w", key, s, s.classify(err))
 	}
 	return nil
+}
+
+// deleteBatch is the most keys one DeleteObjects call takes (the S3 API's limit).
+const deleteBatch = 1000
+
+// DeletePrefix lists the keys under prefix and removes them with DeleteObjects, a thousand a call; a key the
+// service reports it could not delete fails the call (a repeated call lists what is left).
+func (s *S3) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	if !ValidDeletePrefix(prefix) {
+		return 0, fmt.Errorf("blob: cannot delete under %q in %s: %w", prefix, s, ErrInvalidKey)
+	}
+	var keys []string
+	if err := s.List(ctx, prefix, func(o Object) error {
+		keys = append(keys, o.Key)
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for len(keys) > 0 {
+		part := keys[:min(len(keys), deleteBatch)]
+		keys = keys[len(part):]
+		objs := make([]types.ObjectIdentifier, len(part))
+		for i, k := range part {
+			objs[i] = types.ObjectIdentifier{Key: aws.String(k)}
+		}
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: aws.String(s.bucket),
+			Delete: &types.Delete{Objects: objs, Quiet: aws.Bool(true)}})
+		if err != nil {
+			return n, fmt.Errorf("blob: cannot delete under %s in %s: %w", prefix, s, s.classify(err))
+		}
+		if len(out.Errors) > 0 {
+			e := out.Errors[0]
+			return n + len(part) - len(out.Errors), fmt.Errorf("blob: cannot delete %s in %s: %s %s (%d keys refused)",
+				aws.ToString(e.Key), s, aws.ToString(e.Code), aws.ToString(e.Message), len(out.Errors))
+		}
+		n += len(part)
+	}
+	return n, nil
 }
 
 // classify adds ErrNotFound, ErrForbidden or ErrInvalidRange to the service's answer where it means that. A missing bucket

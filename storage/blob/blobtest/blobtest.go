@@ -4,7 +4,7 @@
 // check rely on it — an object reads back byte-exact whatever its size (empty, multi-MiB) and whatever reader
 // wrote it; ranged reads return exactly the range or ErrInvalidRange; an overwrite replaces the whole object;
 // List reports every object under a prefix, in key order, honouring '/' boundaries, and stops on the callback's
-// error; Delete is idempotent; a missing object is ErrNotFound; every call refuses an invalid key with
+// error; Delete is idempotent; DeletePrefix removes every object under a prefix and nothing beside it; a missing object is ErrNotFound; every call refuses an invalid key with
 // ErrInvalidKey; concurrent Puts are safe and each object ends whole.
 package blobtest
 
@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 	t.Run("ListKeyOrderAndPrefixBoundaries", func(t *testing.T) { list(t, newStore(t)) })
 	t.Run("ListStopsOnCallbackError", func(t *testing.T) { listStop(t, newStore(t)) })
 	t.Run("DeleteIsIdempotent", func(t *testing.T) { deleteIdempotent(t, newStore(t)) })
+	t.Run("DeletePrefixSparesSiblings", func(t *testing.T) { deletePrefix(t, newStore(t)) })
 	t.Run("MissingIsNotFound", func(t *testing.T) { missing(t, newStore(t)) })
 	t.Run("InvalidKeysRefused", func(t *testing.T) { invalidKeys(t, newStore(t)) })
 	t.Run("ConcurrentPuts", func(t *testing.T) { concurrentPuts(t, newStore(t)) })
@@ -261,6 +262,38 @@ func deleteIdempotent(t *testing.T, s blob.Store) {
 		t.Fatalf("List after Delete = %v, want [d/y]", got)
 	}
 	equal(t, "Get d/y", MustGet(t, s, "d/y"), []byte("y"))
+}
+
+func deletePrefix(t *testing.T, s blob.Store) {
+	gone := []string{"claims/tenant=a/dt=2026-01-01/p1", "claims/tenant=a/dt=2026-01-01/p2", "claims/tenant=a/dt=2026-01-02/p3"}
+	kept := []string{"claims/tenant=ab/dt=2026-01-01/p4", "claims/tenant=b/dt=2026-01-01/p5", "claims/tenant=a-1", "other/tenant=a/x"}
+	for _, k := range append(append([]string{}, gone...), kept...) {
+		MustPut(t, s, k, []byte(k))
+	}
+	n, err := s.DeletePrefix(ctx(t), "claims/tenant=a/")
+	if err != nil || n != len(gone) {
+		t.Fatalf("DeletePrefix = %d, %v; want %d, nil", n, err, len(gone))
+	}
+	if got := Keys(t, s, "claims/tenant=a/"); len(got) != 0 {
+		t.Fatalf("List under the deleted prefix = %v, want none", got)
+	}
+	slices.Sort(kept)
+	if got := Keys(t, s, ""); !slices.Equal(got, kept) {
+		t.Fatalf("List after DeletePrefix = %v, want %v", got, kept)
+	}
+	// Again: nothing left to delete is not an error.
+	if n, err := s.DeletePrefix(ctx(t), "claims/tenant=a/"); err != nil || n != 0 {
+		t.Fatalf("a repeated DeletePrefix = %d, %v; want 0, nil", n, err)
+	}
+	// Never a whole store, a prefix without its '/' boundary, or an invalid key.
+	for _, p := range []string{"", "/", "claims/tenant=a", "claims/../", "claims//"} {
+		if _, err := s.DeletePrefix(ctx(t), p); !errors.Is(err, blob.ErrInvalidKey) {
+			t.Fatalf("DeletePrefix(%q) = %v, want ErrInvalidKey", p, err)
+		}
+	}
+	if got := Keys(t, s, ""); !slices.Equal(got, kept) {
+		t.Fatalf("List after refused DeletePrefix calls = %v, want %v", got, kept)
+	}
 }
 
 func missing(t *testing.T, s blob.Store) {
