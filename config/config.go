@@ -249,7 +249,7 @@ type Debug struct {
 	// Chaos.
 	KillFile string `yaml:"kill_file"`
 	// EraseKillStage, when set, makes a tenant erase job SIGKILL the process right after it synced this stage
-	// (rows, fleet or commit), as a kill -9 there would: the black-box test of the job's resumption.
+	// (rows, sources, claims, fleet or commit), as a kill -9 there would: the black-box test of the job's resumption.
 	EraseKillStage string `yaml:"erase_kill_stage"`
 }
 

@@ -139,8 +139,8 @@ func (c *Config) validate(ps *problems) {
 	if k := c.Debug.EraseKillStage; k != "" {
 		if !c.Debug.Chaos {
 			ps.add("debug.erase_kill_stage", "requires debug.chaos: true (kill injection is off without it)")
-		} else if k != "rows" && k != "fleet" && k != "commit" {
-			ps.oneOf("debug.erase_kill_stage", []string{"rows", "fleet", "commit"}, k)
+		} else if stages := []string{"rows", "sources", "claims", "fleet", "commit"}; !slices.Contains(stages, k) {
+			ps.oneOf("debug.erase_kill_stage", stages, k)
 		}
 	}
 

@@ -36,6 +36,8 @@ const claimShutdownTimeout = 5 * time.Second
 // claimBlob is the claim blob store (claim_check.store, else the storage blob store unprefixed), opened once
 // per instance and shared by the gateway, dispatch's check-ins and the direct publisher's.
 func (i *Instance) claimBlob() (blob.Store, error) {
+	i.claimMu.Lock()
+	defer i.claimMu.Unlock()
 	if i.claimStore == nil {
 		store, err := blob.Open(context.Background(), i.cfg.ClaimBlobStore())
 		if err != nil {

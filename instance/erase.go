@@ -3,6 +3,7 @@ package instance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -10,11 +11,14 @@ import (
 	"time"
 
 	"github.com/ankusa-go/ankusa/admin"
+	"github.com/ankusa-go/ankusa/sinks/claimcheck"
+	"github.com/ankusa-go/ankusa/sources"
 	"github.com/ankusa-go/ankusa/store"
 )
 
 // eraser runs tenant erase jobs (seed: Tenant erase): the tenant is closed, its running attempts are waited
-// for, its rows removed, its fleet buckets deleted, and its tombstone committed with the tenant.delete audit
+// for, its rows removed, its sources of a Redis source store and its claim-check objects deleted, its fleet
+// buckets deleted, and its tombstone committed with the tenant.delete audit
 // row in one synced batch. Each stage's start is synced (store.EraseProgress), so a job a kill -9 interrupts
 // is resumed at the next boot from its stage.
 type eraser struct {
@@ -172,6 +176,22 @@ func (x *eraser) run(p store.EraseProgress) error {
 			if x.i.edge != nil {
 				x.i.edge.SetRateOverride(p.Tenant, nil) // its override row went in the same batch
 			}
+			p.Stage = store.EraseSources
+		case store.EraseSources:
+			n, err := x.eraseRedisSources(p)
+			if err != nil {
+				return fmt.Errorf("delete the sources of the Redis source store: %w", err)
+			}
+			if n > 0 {
+				log.Info().Int("sources", n).Msg("tenant erase: Redis sources removed")
+			}
+			p.Stage = store.EraseClaims
+		case store.EraseClaims:
+			n, err := x.eraseClaims(p.Tenant)
+			if err != nil {
+				return fmt.Errorf("delete the claim objects: %w", err)
+			}
+			log.Info().Int("claim_objects", n).Msg("tenant erase: claim objects removed")
 			p.Stage = store.EraseFleet
 		case store.EraseFleet:
 			if x.i.edge != nil {
@@ -206,6 +226,54 @@ func (x *eraser) run(p store.EraseProgress) error {
 			killSelf()
 		}
 	}
+}
+
+// eraseRedisSources deletes the tenant's sources of a Redis source store, each as the external change any
+// Redis source delete is (a pending audit row, the change, the finished row), on behalf of the erase's actor.
+// A source already gone (a resumed job) is passed over.
+func (x *eraser) eraseRedisSources(p store.EraseProgress) (int, error) {
+	if x.i.redisSources == nil {
+		return 0, nil
+	}
+	all, err := x.i.redisSources.List()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, st := range all {
+		if st.Tenant != p.Tenant {
+			continue
+		}
+		c := sources.Change{Audit: store.AuditEntry{Actor: p.Actor, Client: p.Client, RequestID: p.RequestID},
+			Lifecycle: x.i.cfg.LifecycleEnabled()}
+		if _, err := x.i.sources.Delete(c, st.Tenant, st.Name); err != nil && !errors.Is(err, sources.ErrNotFound) {
+			return n, fmt.Errorf("source %s: %w", st.Name, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// claimsDeleteTimeout bounds the claims stage's delete (a bucket listing and its deletes).
+const claimsDeleteTimeout = 5 * time.Minute
+
+// eraseClaims deletes every claim-check object of the tenant: the packs under claims/tenant=<t>/ of the claim
+// blob store, which every node of the fleet checks in to (so those other nodes checked in go too).
+func (x *eraser) eraseClaims(tenant string) (int, error) {
+	bs, err := x.i.claimBlob()
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimsDeleteTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-x.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return bs.DeletePrefix(ctx, claimcheck.TenantPrefix(tenant))
 }
 
 // waitAttempts waits until the tenant has no claimed row (its running attempts ended), at most attemptsWait.

@@ -80,7 +80,9 @@ type Instance struct {
 	kill    *actors.Kill
 	tree    *supervision.Tree
 	blob    blob.Store // the storage role's blob store
-	// claimStore is the claim blob store, opened once (claimBlob) for the gateway and the check-ins.
+	// claimStore is the claim blob store, opened once (claimBlob) for the gateway, the check-ins and a tenant
+	// erase (which may open it after boot, hence claimMu).
+	claimMu    sync.Mutex
 	claimStore blob.Store
 
 	// backupTargets are the backup locations (primary, then secondary) while backup.enabled.

@@ -38,7 +38,7 @@ func (db *DB) TenantErased(tenant string) (bool, error) {
 // EraseProgress is an erase job's synced state.
 type EraseProgress struct {
 	Tenant    string `json:"tenant"`
-	Stage     string `json:"stage"` // EraseClosing, EraseRows, EraseFleet, EraseCommit
+	Stage     string `json:"stage"` // EraseClosing, EraseRows, EraseSources, EraseClaims, EraseFleet, EraseCommit
 	StartedAt int64  `json:"started_at"`
 	Actor     string `json:"actor"`
 	Client    string `json:"client,omitempty"`
@@ -50,6 +50,8 @@ type EraseProgress struct {
 const (
 	EraseClosing = "closing" // the tenant is closed; its running attempts are waited for
 	EraseRows    = "rows"    // hooks, delivery rows, obligations, claim markers, dedupe keys, pen entries
+	EraseSources = "sources" // the tenant's sources of a Redis source store (each an audited external change)
+	EraseClaims  = "claims"  // the tenant's claim-check objects (claims/tenant=<t>/ in the claim blob store)
 	EraseFleet   = "fleet"   // the tenant's fleet buckets (rate_limits.scope fleet)
 	EraseCommit  = "commit"  // the tombstone and the audit row, one synced batch
 )

@@ -59,8 +59,11 @@ func newPackID(t time.Time, entropy [8]byte) ClaimID {
 
 // PackKey is the key of the pack holding claim id of tenant (never prefixed).
 func PackKey(tenant string, id ClaimID) string {
-	return "claims/tenant=" + tenant + "/dt=" + id.Time().UTC().Format(time.DateOnly) + "/" + id.Pack().String()
+	return TenantPrefix(tenant) + "dt=" + id.Time().UTC().Format(time.DateOnly) + "/" + id.Pack().String()
 }
+
+// TenantPrefix is the key prefix of every pack of tenant (a tenant erase deletes under it).
+func TenantPrefix(tenant string) string { return "claims/tenant=" + tenant + "/" }
 
 // Ref is the claim ref a message carries: urn:ankusa:claim:v1:<tenant>:<claim_id>.
 func Ref(tenant string, id ClaimID) string { return message.ClaimRef(tenant, id.String()) }
