@@ -55,6 +55,12 @@ func (g *gauges) sample() {
 	if db := g.i.db.Load(); db != nil {
 		g.i.tel.StoreNextSeq(db.NextSeq())
 		g.i.tel.ArchivePending(db.Counts().ArchivePending)
+		m := db.Memory()
+		g.i.tel.StoreMemory("block_cache", m.BlockCache)
+		g.i.tel.StoreMemory("block_cache_pinned", m.BlockCachePinned)
+		g.i.tel.StoreMemory("block_cache_capacity", m.BlockCacheCapacity)
+		g.i.tel.StoreMemory("memtables", m.Memtables)
+		g.i.tel.StoreMemory("table_readers", m.TableReaders)
 	}
 	g.i.tel.StoreUnavailable(g.i.health.StoreUnavailable(time.Now()))
 }

@@ -29,6 +29,7 @@ type Metrics struct {
 	StoreNextSeq     prometheus.Gauge
 	StoreUnavailable prometheus.Gauge
 	StoreReopens     *prometheus.CounterVec // result: ok|error
+	StoreMemory      *prometheus.GaugeVec   // kind
 	CommitStalls     prometheus.Counter
 	// SourcesWithoutDedupe counts the configured sources with no dedupe (each also a boot warning).
 	SourcesWithoutDedupe prometheus.Gauge
@@ -94,6 +95,9 @@ func newMetrics(instance string) *Metrics {
 		StoreReopens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ankusa_store_reopen_total", Help: "Store reopens after a failed write, by result (ok|error).", ConstLabels: l,
 		}, []string{"result"}),
+		StoreMemory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "ankusa_store_memory_bytes", Help: "The store's memory outside the Go heap as RocksDB accounts it, by kind (block_cache, block_cache_pinned, block_cache_capacity, memtables, table_readers).", ConstLabels: l,
+		}, []string{"kind"}),
 		CommitStalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ankusa_store_commit_stalls_total", Help: "Synced writes that ran longer than store.commit_stall_ms.", ConstLabels: l,
 		}),
@@ -109,7 +113,7 @@ func newMetrics(instance string) *Metrics {
 	})
 	reg.MustRegister(m.IngestPanics, m.IngestBodyBytes, m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
-		m.StoreReopens, m.CommitStalls,
+		m.StoreReopens, m.StoreMemory, m.CommitStalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)
 	m.Trust = newTrustMetrics(reg, l)

@@ -124,6 +124,13 @@ func (t *Telemetry) CommitStalled(running time.Duration) {
 // StoreNextSeq reports the seq the store assigns next (sampled).
 func (t *Telemetry) StoreNextSeq(seq uint64) { t.Metrics.StoreNextSeq.Set(float64(seq)) }
 
+// StoreMemory reports one kind of the store's memory outside the Go heap (sampled; kind is one of
+// ankusa_store_memory_bytes' kinds): with the Go heap it is what a node's RSS should come to, so a gap
+// between them that grows is memory nobody accounts for.
+func (t *Telemetry) StoreMemory(kind string, bytes uint64) {
+	t.Metrics.StoreMemory.WithLabelValues(kind).Set(float64(bytes))
+}
+
 // SourcesWithoutDedupe reports how many configured sources have no dedupe (each is also a
 // boot warning).
 func (t *Telemetry) SourcesWithoutDedupe(n int) { t.Metrics.SourcesWithoutDedupe.Set(float64(n)) }
