@@ -109,6 +109,16 @@ func (a *acceptor) Close() error {
 	return a.Listener.Close()
 }
 
+// drained reports that the acceptor was closed and every connection it admitted is closed.
+func (a *acceptor) drained() bool {
+	select {
+	case <-a.closed:
+		return a.open.Load() == 0
+	default:
+		return false
+	}
+}
+
 // admit counts a new connection against the node's and its address's caps.
 func (a *acceptor) admit(c net.Conn) net.Conn {
 	if a.open.Add(1) > a.maxConns {

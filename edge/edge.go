@@ -189,6 +189,7 @@ type Edge struct {
 
 	addr   atomic.Pointer[string]
 	outage atomic.Pointer[outage] // fired when the writer or a batcher crashes (outage.go)
+	sock   socketKeeper           // the ingest socket between listener restarts (socket.go)
 }
 
 // New builds the edge of one instance. Batchers are addressed by name, so a respawned
@@ -221,6 +222,11 @@ func (e *Edge) SetPublisher(p *Publisher) {
 
 // SetStore tells the edge how to reach the open store (nil while it is closed).
 func (e *Edge) SetStore(db func() *store.DB) { e.db = db }
+
+// CloseSocket stops keeping the ingest socket across listener restarts: the listener's
+// next stop closes it, and a socket parked now is closed at once. The instance calls it
+// before it stops the tree, so a drained node refuses connections once its listener stops.
+func (e *Edge) CloseSocket() { e.sock.close() }
 
 // Addr is the ingest listener's bound address ("" before it listens).
 func (e *Edge) Addr() string {

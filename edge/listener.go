@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -19,14 +20,18 @@ import (
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
 
-// listener owns the ingest socket. Its Started opens the port (a port that cannot be
-// bound fails the boot); its Stopping closes the listener and waits for the requests it
-// is serving, each of which ends in an answer. A serve loop that ends while the listener
-// is not stopping crashes the actor into its supervisor, which binds the port again.
+// listener serves the ingest socket. Its Started opens the port (a port that cannot be
+// bound fails the boot) or takes over the socket its previous incarnation parked; its
+// Stopping stops accepting, waits for the requests it is serving, each of which ends in
+// an answer, and parks the socket for the next incarnation (socket.go) unless the edge
+// is stopping for good. A serve loop that ends while the listener is not stopping
+// crashes the actor into its supervisor, which binds the port again.
 type listener struct {
 	e        *Edge
 	srv      *fasthttp.Server
 	acc      *acceptor
+	view     *socketView
+	broken   bool // the serve loop ended on its own: the socket is not handed on
 	stopping atomic.Bool
 	tasks    *task.Group // the serving goroutine and the acceptor's refusals
 }
@@ -50,6 +55,7 @@ func (l *listener) Receive(ctx actor.Context) {
 		}
 	case *serveEnded:
 		if msg.srv == l.srv {
+			l.broken = true
 			l.e.health.SetAccepting(false)
 			panic(fmt.Errorf("edge: ingest serve loop ended: %w", msg.err))
 		}
@@ -60,18 +66,23 @@ func (l *listener) Receive(ctx actor.Context) {
 
 func (l *listener) start(self *actor.PID) error {
 	set := l.e.set
-	addr := net.JoinHostPort(set.IP, strconv.Itoa(set.Port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("edge: cannot listen on %s: %w", addr, err)
-	}
-	if set.WrapListener != nil {
-		ln = set.WrapListener(ln)
-	}
 	tcfg, err := tlsConfig(set.TLS)
 	if err != nil {
-		_ = ln.Close()
 		return err
+	}
+	sock, conns := l.e.sock.take()
+	if sock == nil {
+		addr := net.JoinHostPort(set.IP, strconv.Itoa(set.Port))
+		bound, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("edge: cannot listen on %s: %w", addr, err)
+		}
+		sock = bound.(*net.TCPListener)
+	}
+	l.view = &socketView{ln: sock, keeper: &l.e.sock, pending: conns}
+	var ln net.Listener = l.view
+	if set.WrapListener != nil {
+		ln = set.WrapListener(ln)
 	}
 	l.tasks = &task.Group{}
 	l.acc = newAcceptor(ln, l.e, tcfg == nil, l.tasks)
@@ -134,13 +145,55 @@ func (l *listener) stop() {
 		return
 	}
 	l.stopping.Store(true)
-	if err := l.srv.Shutdown(); err != nil {
+	if err := l.shutdown(); err != nil {
 		l.e.log.Warn().Err(err).Msg("ingest listener shutdown")
 	}
 	l.tasks.Stop()
-	l.srv, l.tasks = nil, nil
+	sock, conns := l.view.handBack()
+	if l.broken {
+		_ = sock.Close()
+		closeAll(conns)
+	} else {
+		l.e.sock.park(sock, conns)
+	}
+	l.srv, l.tasks, l.view = nil, nil, nil
 	empty := ""
 	l.e.addr.Store(&empty)
+}
+
+// shutdown stops the server and returns once every connection it served is closed, each
+// request on them answered. fasthttp's Shutdown looks at its open connections every
+// 100 ms; a restart behind a crashed batcher or writer waits for this stop, with new
+// connections waiting in the backlog, so the acceptor's own count is watched instead,
+// every millisecond, and ends the wait as soon as it is zero.
+func (l *listener) shutdown() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	acc := l.acc
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tk := time.NewTicker(time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tk.C:
+				if acc.drained() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err := l.srv.ShutdownWithContext(ctx)
+	cancel()
+	<-watched
+	if errors.Is(err, context.Canceled) {
+		return nil // every connection closed: what Shutdown would have found at its next look
+	}
+	return err
 }
 
 // serverLog routes fasthttp's own messages into zerolog at warn, sampled (a burst of 10

@@ -480,3 +480,76 @@ func TestSilentConnectionClosedWithoutAnAnswer(t *testing.T) {
 		t.Fatalf("a connection that sent nothing got %q", got)
 	}
 }
+
+// A crash of the writer restarts the listener behind it (rest-for-one), and that
+// listener's stop waits for the requests it serves. The socket stays bound across the
+// restart and is served by the next listener: a client that connects meanwhile waits in
+// the backlog and is answered once the restart is done, instead of being refused (and
+// backing off). The instance's stop closes the socket for good.
+func TestListenerRestartKeepsTheSocket(t *testing.T) {
+	h := newHold()
+	var release sync.Once
+	port := freePort(t)
+	inst := start(t, func(c *config.Config) {
+		c.Debug.Chaos = true
+		c.HTTP.Port = port
+		c.Batcher.Partitions = 1
+		c.Batcher.MaxBatch = 1
+	}, h.faults())
+	t.Cleanup(func() { release.Do(func() { close(h.gate) }) })
+	addr := inst.IngestAddr()
+
+	first := make(chan reply, 1)
+	go func() { first <- send(inst, "/webhooks/sample", []byte(`{"n":0}`)) }()
+	poll.True(t, 10*time.Second, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	// The writer crashes on the next batch; the listener's stop then waits for the held request.
+	inst.Kill().Arm("edge/edge/writer")
+	if r := send(inst, "/webhooks/sample", []byte(`{"n":1}`)); r.status != 503 {
+		t.Fatalf("the batch the writer crashed on: %d %v, want 503", r.status, r.err)
+	}
+	const req = "POST /webhooks/sample HTTP/1.1\r\nHost: ingest\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+	var held net.Conn
+	deadline := time.Now().Add(10 * time.Second)
+	for held == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("every request was answered: the listener never began its stop")
+		}
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("a connection during the listener's restart: %v", err)
+		}
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatalf("a request during the listener's restart: %v", err)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := bufio.NewReader(c).Peek(1); err == nil {
+			_ = c.Close() // answered by the listener before it began to stop: try again
+			time.Sleep(5 * time.Millisecond)
+			continue
+		} else if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("a request during the listener's restart: %v", err)
+		}
+		held = c // waiting for a listener: the restart is in progress
+		t.Cleanup(func() { _ = c.Close() })
+	}
+
+	release.Do(func() { close(h.gate) })
+	(<-first).expect(t, 201, "")
+	_ = held.SetReadDeadline(time.Now().Add(15 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(held), nil)
+	if err != nil {
+		t.Fatalf("the request that waited for the restarted listener: %v", err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("the request that waited for the restarted listener: %d, want 201", resp.StatusCode)
+	}
+
+	if err := inst.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Fatal("the ingest port still accepts connections after the instance stopped")
+	}
+}

@@ -478,6 +478,9 @@ func (i *Instance) Stop() error {
 		if i.dual != nil {
 			i.dual.Stop() // the reconciler; the writer's groups still await their confirms below
 		}
+		if i.edge != nil {
+			i.edge.CloseSocket() // the listener's stop below closes the socket: no restart follows
+		}
 		if i.tree != nil {
 			// A request in flight waits at most its record deadline, or under wal.type none its
 			// publish deadline.

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,6 +63,57 @@ type kill struct {
 	ingest, deliver time.Duration
 	ready           time.Duration // process kills: from the kill until /ready answered 200
 	err             error
+	at              time.Time // when the kill fired (actor kills) or was sent (process kills)
+}
+
+// slowAcks records the acks slower than the SLO (latency from the request's due time, as
+// the load measures it) so that each can be put down to the kill before it.
+type slowAcks struct {
+	mu   sync.Mutex
+	acks []slowAck
+}
+
+type slowAck struct {
+	due, answered time.Time
+}
+
+// onAcked is the load's OnAcked: it keeps the acks over the SLO.
+func (s *slowAcks) onAcked(_ string, due time.Time) {
+	now := time.Now()
+	if now.Sub(due) <= ackSLO {
+		return
+	}
+	s.mu.Lock()
+	s.acks = append(s.acks, slowAck{due, now})
+	s.mu.Unlock()
+}
+
+// byVictim puts every slow ack down to the last kill that came before its answer and
+// within 5 s of its due time (the rest, to none: the box, not a kill), and returns per
+// victim how many slow acks and the slowest one.
+func (s *slowAcks) byVictim(kills []kill) map[string]struct {
+	n   int
+	max time.Duration
+} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]struct {
+		n   int
+		max time.Duration
+	}{}
+	for _, a := range s.acks {
+		victim := "(no kill)"
+		for _, k := range kills {
+			if !k.at.IsZero() && !k.at.After(a.answered) && a.due.Sub(k.at) < 5*time.Second {
+				victim = k.victim
+			}
+		}
+		v := out[victim]
+		v.n++
+		v.max = max(v.max, a.answered.Sub(a.due))
+		out[victim] = v
+	}
+	return out
 }
 
 // probe posts hooks one after another from since until one is answered 201 (its id joins
@@ -131,12 +183,13 @@ func TestChaosActorKills(t *testing.T) {
 	url := ingestURL(inst, "/webhooks/sample")
 
 	acked := newIDSet()
+	slow := &slowAcks{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	loadDone := make(chan load.Report, 1)
 	go func() {
 		rep, _ := load.Run(ctx, load.Options{URL: url, Rate: float64(cs.rate), Workers: 64, Duration: cs.phase,
-			Timeout: 10 * time.Second, OnAccepted: acked.onAccepted})
+			Timeout: 10 * time.Second, OnAccepted: acked.onAccepted, OnAcked: slow.onAcked})
 		loadDone <- rep
 	}()
 	chaosDone := make(chan []kill, 1)
@@ -146,7 +199,7 @@ func TestChaosActorKills(t *testing.T) {
 	cancel()
 	kills := <-chaosDone
 	missing := rec.awaitDelivered(t, acked, 3*time.Minute)
-	reportChaos(t, "actor kills", rep, kills, acked, rec, missing)
+	reportChaos(t, "actor kills", rep, kills, slow, acked, rec, missing)
 	// The binary stops an instance whose core ran through its restart budget: a drill that
 	// got there tested a node that would not have been serving.
 	select {
@@ -189,7 +242,8 @@ func killActors(ctx context.Context, inst *instance.Instance, victims []string, 
 			}
 			k.err = fmt.Errorf("the kill did not fire within 10 s")
 		} else {
-			k.ingest, k.deliver, k.err = probe(url, time.Now(), acked, rec, 30*time.Second)
+			k.at = time.Now()
+			k.ingest, k.deliver, k.err = probe(url, k.at, acked, rec, 30*time.Second)
 		}
 		kills = append(kills, k)
 		select {
@@ -215,12 +269,13 @@ func TestChaosProcessKills(t *testing.T) {
 	url := n.url("/webhooks/sample")
 
 	acked := newIDSet()
+	slow := &slowAcks{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	loadDone := make(chan load.Report, 1)
 	go func() {
 		rep, _ := load.Run(ctx, load.Options{URL: url, Rate: float64(cs.rate), Workers: 64, Duration: cs.phase,
-			Timeout: 10 * time.Second, OnAccepted: acked.onAccepted})
+			Timeout: 10 * time.Second, OnAccepted: acked.onAccepted, OnAcked: slow.onAcked})
 		loadDone <- rep
 	}()
 	gap := cs.phase / time.Duration(cs.kills+1)
@@ -229,6 +284,7 @@ func TestChaosProcessKills(t *testing.T) {
 		time.Sleep(gap) // the load runs against a healthy node
 		k := kill{victim: fmt.Sprintf("process (kill -9 #%d)", i+1)}
 		at := time.Now()
+		k.at = at
 		n.kill()
 		n = startNodeAt(t, "chaos9", dataDir, roles, rec.sources(), port, adminPort) // returns once /ready is 200
 		k.ready = time.Since(at)
@@ -240,12 +296,12 @@ func TestChaosProcessKills(t *testing.T) {
 	if err := n.stop(); err != nil {
 		t.Error(err)
 	}
-	reportChaos(t, "process kills", rep, kills, acked, rec, missing)
+	reportChaos(t, "process kills", rep, kills, slow, acked, rec, missing)
 }
 
 // reportChaos prints a drill's figures and fails it on a lost hook or a kill it could
 // not recover from.
-func reportChaos(t *testing.T, drill string, rep load.Report, kills []kill, acked *idSet, rec *sinkRecorder, missing int) {
+func reportChaos(t *testing.T, drill string, rep load.Report, kills []kill, slow *slowAcks, acked *idSet, rec *sinkRecorder, missing int) {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: load %s; statuses %v\n", drill, rep, rep.StatusCounts)
@@ -266,6 +322,17 @@ func reportChaos(t *testing.T, drill string, rep load.Report, kills []kill, acke
 			fmt.Fprintf(&b, "  ERROR: %v", k.err)
 		}
 		b.WriteString("\n")
+	}
+	// Where the slow acks come from: the kill each one followed, by kind of victim.
+	byVictim := slow.byVictim(kills)
+	kinds := make([]string, 0, len(byVictim))
+	for v := range byVictim {
+		kinds = append(kinds, v)
+	}
+	slices.Sort(kinds)
+	fmt.Fprintf(&b, "  acks over the SLO, by the kill they followed (%d of %d acks):\n", len(slow.acks), rep.Accepted)
+	for _, v := range kinds {
+		fmt.Fprintf(&b, "    %-28s %6d, slowest %8.1f ms\n", v, byVictim[v].n, ms(byVictim[v].max))
 	}
 	fmt.Fprintf(&b, "  acked=%d delivered_distinct=%d deliveries=%d (redeliveries %d) missing=%d",
 		acked.len(), rec.ids.len(), rec.deliveries.Load(), rec.deliveries.Load()-int64(rec.ids.len()), missing)
