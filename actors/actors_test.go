@@ -212,3 +212,26 @@ func TestKillArmPrefixCrashesOneMatchingActorOnce(t *testing.T) {
 		t.Fatalf("armedN %d after every arm fired", kill.armedN.Load())
 	}
 }
+
+// Live is how an instance finds the actors its tree left behind: it names a spawned actor until that actor
+// has stopped, and never protoactor's own processes.
+func TestLiveNamesTheActorsStillRegistered(t *testing.T) {
+	system := NewSystem("live", zerolog.Nop())
+	defer system.Shutdown()
+	if left := Live(system); len(left) != 0 {
+		t.Fatalf("a new system lists %v", left)
+	}
+	pid, err := system.Root.SpawnNamed(actor.PropsFromFunc(func(actor.Context) {}), "live/one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := Live(system); len(left) != 1 || left[0] != "live/one" {
+		t.Fatalf("with one actor spawned: %v", left)
+	}
+	if err := system.Root.StopFuture(pid).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if left := Live(system); len(left) != 0 {
+		t.Fatalf("after its stop: %v", left)
+	}
+}

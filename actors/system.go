@@ -2,6 +2,7 @@ package actors
 
 import (
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
@@ -50,4 +51,21 @@ func Name(instance string, parts ...string) string {
 		b.WriteString(p)
 	}
 	return b.String()
+}
+
+// Live lists the ids of the actors still registered in system, sorted: after an instance stopped its tree
+// none of its own may be left (protoactor's built-in processes are not listed), and one that is would keep
+// its goroutines running once the system shuts down.
+func Live(system *actor.ActorSystem) []string {
+	var ids []string
+	for _, bucket := range system.ProcessRegistry.LocalPIDs.LocalPIDs {
+		for _, id := range bucket.Keys() {
+			// "$n" are unnamed processes, "future$n" a request's reply slot: neither is an actor of the tree.
+			if !strings.HasPrefix(id, "$") && !strings.HasPrefix(id, "future") && id != "eventstream" && id != "deadletter" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -490,6 +491,10 @@ func (i *Instance) Stop() error {
 			}
 			timeout := time.Duration(i.cfg.Listener.DrainTimeoutMS+wait)*time.Millisecond + 5*time.Second
 			i.stopErr = i.tree.Stop(timeout)
+			if left := actors.Live(i.system); i.stopErr == nil && len(left) > 0 {
+				// Shutting the system down would leave these running with nobody to stop them.
+				i.stopErr = fmt.Errorf("instance %s: actors left after the tree stopped: %s", i.cfg.Instance, strings.Join(left, ", "))
+			}
 		}
 		if i.system != nil {
 			i.system.Shutdown()
