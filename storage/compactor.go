@@ -81,6 +81,9 @@ type Compactor struct {
 	idx     []byte
 	missing []uint64
 	hooks   []store.ArchivedHook
+	// stored is the stored/charged bytes ratio of the hooks of the last segment encoded, with which the
+	// obligations waiting are measured from their charged sizes alone (0: none yet, taken as 1).
+	stored float64
 }
 
 // built is one segment encoded from the obligations after Compactor.after up to last.
@@ -161,42 +164,42 @@ func (c *Compactor) Compact(ctx context.Context) (Result, error) {
 }
 
 // build encodes the next segment from the obligations after c.after; nil when there are none, or when they do
-// not fill RollBytes and the oldest is younger than RollAge. The oldest is looked at first: while it is young
-// the obligations are only measured (no copy, no hashing), and encoded by a second scan once they fill it.
+// not fill RollBytes and the oldest is younger than RollAge. While the oldest is young the obligations are only
+// measured from their keys and charged sizes (store.MeasureObligations: no hook is read but the oldest's head),
+// and encoded by one scan once they fill it.
 func (c *Compactor) build(db *store.DB) (*built, error) {
-	s := &built{missing: c.missing[:0]}
 	maxBytes := c.o.RollBytes - SegmentOverhead
-	young, n := false, 0
-	more, err := db.ScanObligations(c.after, maxBytes, FrameOverhead, maxSegmentRecords, func(seq uint64, _ uint32, v []byte) error {
-		if n == 0 && v != nil {
-			if _, at, err := store.HookHead(v); err == nil && c.o.Now().Sub(time.UnixMilli(at)) < c.o.RollAge {
-				young = true
-			}
+	now := c.o.Now()
+	m, err := db.MeasureObligations(c.after, func(m *store.ObligationsMeasure) bool {
+		if m.Count == 1 && (m.FirstReceivedAt == 0 || now.Sub(time.UnixMilli(m.FirstReceivedAt)) >= c.o.RollAge) {
+			return true // the oldest is due (or its hook is missing: cleared at once)
 		}
+		return m.Count > maxSegmentRecords || c.estimate(m.Count, m.Charged) >= maxBytes
+	})
+	if err != nil || !m.Stopped {
+		return nil, err // none, or young and not a full segment yet
+	}
+	s := &built{missing: c.missing[:0]}
+	if cap(c.b.buf) == 0 {
+		// The segment grows to RollBytes: one allocation instead of a doubling series copying it again and again.
+		c.b.buf = make([]byte, 0, min(c.o.RollBytes, 64<<20))
+	}
+	c.b.Reset()
+	var charged, stored int64
+	n := 0
+	more, err := db.ScanObligations(c.after, maxBytes, FrameOverhead, maxSegmentRecords, func(seq uint64, size uint32, v []byte) error {
 		n++
-		if young {
-			return nil
-		}
-		if n == 1 {
-			c.b.Reset()
+		if v != nil {
+			charged, stored = charged+int64(size), stored+int64(len(v))
 		}
 		c.add(s, seq, v)
 		return nil
 	})
-	if err != nil || n == 0 || (young && !more) {
+	if err != nil || n == 0 {
 		return nil, err
 	}
-	if young {
-		n = 0
-		c.b.Reset()
-		more, err = db.ScanObligations(c.after, maxBytes, FrameOverhead, maxSegmentRecords, func(seq uint64, _ uint32, v []byte) error {
-			c.add(s, seq, v)
-			n++
-			return nil
-		})
-		if err != nil || n == 0 {
-			return nil, err
-		}
+	if charged > 0 {
+		c.stored = float64(stored) / float64(charged)
 	}
 	s.more = more
 	c.missing = s.missing
@@ -218,6 +221,17 @@ func (c *Compactor) build(db *store.DB) (*built, error) {
 	e.SegmentKey, e.IndexKey = SegmentKeys(c.o.Node, Day(e.MinReceivedAt), e.FirstSeq, e.LastSeq)
 	s.e, s.seg, s.idx, s.hooks = e, seg, idx, hooks
 	return s, nil
+}
+
+// estimate is the segment bytes n obligations whose bodies were charged charged bytes take: the bodies scaled
+// by the stored/charged ratio of the last segment encoded (a hook is its body plus headers and metadata), plus
+// a frame each.
+func (c *Compactor) estimate(n int, charged int64) int64 {
+	r := c.stored
+	if r < 1 {
+		r = 1
+	}
+	return int64(float64(charged)*r) + int64(n)*FrameOverhead
 }
 
 // add puts obligation seq's hook v (nil: missing) into the segment being built, or into s.missing when it is

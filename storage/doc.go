@@ -2,9 +2,10 @@
 // a blob store and catalogues them, fetch by hook id, archive retention and the walk over archived hooks that
 // replay reads.
 //
-// The invariant it owns: an archive obligation is cleared only after the synced batch that catalogues a segment
-// already durable in the blob store (segment, then index, then the node-day manifest), so every hook whose
-// obligation is gone can be fetched back byte for byte until retention deletes its segment.
+// The invariant it owns: an archive obligation is cleared only after the batch that catalogues a segment
+// already durable in the blob store (segment, then index, then the node-day manifest), and by a later batch in
+// the same WAL, so no crash keeps the clearing without the catalogue row: every hook whose obligation is gone
+// can be fetched back byte for byte until retention deletes its segment.
 //
 // Around it:
 //  1. One segment and one index object per compaction, never one object per hook; a segment's records are at

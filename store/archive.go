@@ -21,16 +21,19 @@ import (
 //	'D', first_seq:64           → id:128 …: the ids of one segment, so deleting its row deletes its 'I' keys
 //	                              (those still pointing at it)
 //
-// Cataloguing a segment (CatalogueSegment) is two steps. The first, one synced batch, writes the segment row
-// and its 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks'
-// archive obligations and every hook the obligation was the last thing holding, with m:archive_pending, in
-// batches of clearChunk obligations (so an ingest commit waits for one chunk at most), each mostly range
-// deletions (an obligation or hook deleted key by key costs one memtable insert each, the compactor's largest
-// cost when it was measured: see clearObligations); they are not
-// synced (like dispatch outcomes, and the next synced commit carries it to disk), so it never holds an ingest
-// commit for an fsync of its own. A crash after the first leaves the obligations, and the compactor archives
-// those hooks again (the same keys when the same hooks); a crash that loses some of the second does the same
-// for the obligations it kept. Never is an obligation cleared whose hook is in no catalogued segment.
+// Cataloguing a segment (CatalogueSegment) is two steps. The first, one batch, writes the segment row and its
+// 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks' archive
+// obligations and every hook the obligation was the last thing holding, with m:archive_pending, in batches of
+// clearChunk obligations (so an ingest commit waits for one chunk at most), each mostly range deletions (an
+// obligation or hook deleted key by key costs one memtable insert each, the compactor's largest cost when it
+// was measured: see clearObligations). Neither is synced (like dispatch outcomes: the next synced commit carries
+// them to disk), so cataloguing never holds an ingest commit for an fsync of its own. That is safe because the
+// segment and its index are durable in the blob store before the first step, and because every write of the
+// store goes through one WAL in order: a crash that loses a batch loses every later one too, so the
+// obligations (and the hooks they hold) outlive any catalogue row that is lost, never the reverse, and the
+// compactor archives those hooks again (the same keys when the same hooks; a longer segment from the same seq
+// supersedes the orphan, as Recatalogue's rule takes the longest). Never is an obligation cleared whose hook is
+// in no catalogued segment.
 const (
 	archiveSegment byte = 'S'
 	archiveID      byte = 'I'
@@ -206,6 +209,64 @@ func (db *DB) ScanObligations(after uint64, maxBytes, overhead int64, max int,
 	return more, err
 }
 
+// ObligationsMeasure is what MeasureObligations found.
+type ObligationsMeasure struct {
+	Count   int    // obligations measured
+	Charged int64  // the sum of their charged body sizes
+	First   uint64 // seq of the first (0: none)
+	// FirstReceivedAt is the received_at (unix ms) of the first one's hook; 0 when that hook is missing or
+	// cannot be decoded.
+	FirstReceivedAt int64
+	Stopped         bool // enough returned true
+}
+
+// MeasureObligations walks the archive obligations with seq > after in seq order, reading only their keys and
+// charged sizes (the index CF, never the hooks but the first one's head), and stops as soon as enough, called
+// with the measure after each obligation, returns true. The compactor asks it whether the oldest obligation is
+// due or the waiting ones fill a segment, without copying a byte of any other hook.
+func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) bool) (ObligationsMeasure, error) {
+	var m ObligationsMeasure
+	err := db.read(func() error {
+		if after == ^uint64(0) {
+			return nil
+		}
+		lower := AppendArchiveKey(nil, after+1)
+		it, done := db.boundedIter(cfIndex, lower, []byte{IndexArchive + 1})
+		defer done()
+		for it.Seek(lower); it.Valid(); it.Next() {
+			seq, err := ParseArchiveKey(it.Key().Data())
+			if err != nil {
+				return err
+			}
+			size, err := ParseIndexValue(it.Value().Data())
+			if err != nil {
+				return fmt.Errorf("archive obligation %d: %w", seq, err)
+			}
+			if m.Count == 0 {
+				m.First = seq
+				h, err := db.getCF(cfHooks, AppendHookKey(nil, seq))
+				if err != nil {
+					return err
+				}
+				if _, at, err := HookHead(h); err == nil {
+					m.FirstReceivedAt = at
+				}
+			}
+			m.Count++
+			m.Charged += int64(size)
+			if enough(&m) {
+				m.Stopped = true
+				break
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("cannot measure the archive obligations: %w", err)
+		}
+		return nil
+	})
+	return m, err
+}
+
 // ArchivedHook names one hook of a segment being catalogued and where its frame is in the segment object.
 type ArchivedHook struct {
 	Seq    uint64
@@ -223,7 +284,7 @@ type FrameLocation struct {
 const archivedIDValueLen = 8 + 8 + 4
 
 // CatalogueSegment catalogues segment e (none when e is nil: every obligation was in missing) with the id keys
-// of hooks, in one synced batch; then deletes the archive obligations of hooks and of missing (obligations
+// of hooks, in one unsynced batch (see the comment at the top of the file); then deletes the archive obligations of hooks and of missing (obligations
 // whose hook was gone) and every hook whose obligation was the last thing holding it (no delivery row left,
 // dead rows included), with m:archive_pending, in a second batch (see the comment at the top of the file). An
 // obligation already gone (a second call for the same segment) is skipped, so the call is idempotent. The
@@ -385,7 +446,8 @@ type clearScratch struct {
 	cleared, hooks     []uint64 // the obligations the batch deletes, the hooks it deletes
 }
 
-// putCatalogue writes e's row, its ids and one 'I' key per hook in one synced batch. The 'I' keys go in id
+// putCatalogue writes e's row, its ids and one 'I' key per hook in one batch, not synced: it is ordered before
+// the clearing batches in the WAL, which is all the safety needs (the comment at the top of the file). The 'I' keys go in id
 // order, so each memtable insert starts from the previous one's place instead of a fresh descent.
 func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook) error {
 	return db.read(func() error {
@@ -413,7 +475,7 @@ func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook) error {
 		}
 		wb.PutCF(archive, appendArchivedIDsKey(nil, e.FirstSeq), ids)
 		wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
-		if err := db.rdb.Write(db.wo, wb); err != nil {
+		if err := db.rdb.Write(db.woAsync, wb); err != nil {
 			return &WriteError{Class: classify(err), Err: err}
 		}
 		return nil

@@ -145,6 +145,33 @@ func TestObligationsByteBudget(t *testing.T) {
 	}
 }
 
+// MeasureObligations reads the charged sizes and the oldest hook's received_at, and stops where enough says.
+func TestMeasureObligations(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var recs []*Record
+	for i := range 10 {
+		recs = append(recs, makeRecord(t, "t1", 100+i))
+	}
+	seqs := commitArchived(t, db, recs...)
+	all := func(*ObligationsMeasure) bool { return false }
+	m, err := db.MeasureObligations(0, all)
+	var charged int64
+	for _, r := range recs {
+		charged += int64(r.Size)
+	}
+	if err != nil || m.Count != 10 || m.Charged != charged || m.First != seqs[0] || m.FirstReceivedAt != recs[0].ReceivedAt || m.Stopped {
+		t.Fatalf("MeasureObligations(all) = %+v, %v; want 10 obligations, %d bytes, first %d at %d", m, err, charged,
+			seqs[0], recs[0].ReceivedAt)
+	}
+	m, err = db.MeasureObligations(seqs[2], func(m *ObligationsMeasure) bool { return m.Charged >= 200 })
+	if err != nil || m.Count != 2 || m.First != seqs[3] || m.FirstReceivedAt != recs[3].ReceivedAt || !m.Stopped {
+		t.Fatalf("MeasureObligations(after %d, 200 bytes) = %+v, %v", seqs[2], m, err)
+	}
+	if m, err = db.MeasureObligations(seqs[9], all); err != nil || m.Count != 0 || m.Stopped {
+		t.Fatalf("MeasureObligations(after the last) = %+v, %v", m, err)
+	}
+}
+
 func TestCatalogueSurvivesReopenAndDeleteSegment(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
