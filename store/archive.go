@@ -151,12 +151,12 @@ func (db *DB) ScanObligations(after uint64, maxBytes, overhead int64, max int,
 			return nil
 		}
 		lower := AppendArchiveKey(nil, after+1)
-		it, done := db.boundedIter(cfIndex, lower, []byte{IndexArchive + 1})
+		it, done := db.scanIter(cfIndex, lower, []byte{IndexArchive + 1})
 		defer done()
 		it.Seek(lower)
 		// The hooks are read with one iterator walking beside the obligations (both in seq order): a seek per
 		// hook would cost a point lookup each.
-		hit, hdone := db.boundedIter(cfHooks, AppendHookKey(nil, after+1), nil)
+		hit, hdone := db.scanIter(cfHooks, AppendHookKey(nil, after+1), nil)
 		defer hdone()
 		hit.Seek(AppendHookKey(nil, after+1))
 		var total int64
@@ -231,7 +231,7 @@ func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) 
 			return nil
 		}
 		lower := AppendArchiveKey(nil, after+1)
-		it, done := db.boundedIter(cfIndex, lower, []byte{IndexArchive + 1})
+		it, done := db.scanIter(cfIndex, lower, []byte{IndexArchive + 1})
 		defer done()
 		for it.Seek(lower); it.Valid(); it.Next() {
 			seq, err := ParseArchiveKey(it.Key().Data())
@@ -265,6 +265,23 @@ func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) 
 		return nil
 	})
 	return m, err
+}
+
+// scanIter is boundedIter for the compactor's one-pass scans: the blocks it reads are not put into the block
+// cache, so packing a segment (up to roll_bytes of hooks no one else reads again) does not evict the index,
+// filter and dedupe blocks the ingest commits look up.
+func (db *DB) scanIter(cf int, lower, upper []byte) (*grocksdb.Iterator, func()) {
+	ro := grocksdb.NewDefaultReadOptions()
+	ro.SetVerifyChecksums(true)
+	ro.SetFillCache(false)
+	// RocksDB reads the bounds in place; ro keeps both slices referenced until it is destroyed.
+	ro.SetIterateLowerBound(lower)
+	ro.SetIterateUpperBound(upper)
+	it := db.rdb.NewIteratorCF(ro, db.cfs[cf])
+	return it, func() {
+		it.Close()
+		ro.Destroy()
+	}
 }
 
 // ArchivedHook names one hook of a segment being catalogued and where its frame is in the segment object.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/linxGnu/grocksdb"
 )
 
 // commitArchived commits recs with an archive obligation each and returns their seqs.
@@ -309,5 +311,39 @@ func TestClearingDeletesExactlyTheCataloguedObligations(t *testing.T) {
 	}
 	if n, err := db.CountIndex(IndexClaim); err != nil || n != 1 {
 		t.Fatalf("claim markers left %d, %v", n, err)
+	}
+}
+
+// The compactor's scans read a segment's worth of hooks no one reads again: from tables on disk they must not
+// fill the block cache, which holds what the ingest commits and dispatch look up.
+func TestScanObligationsLeavesTheBlockCache(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var recs []*Record
+	for range 4000 {
+		recs = append(recs, makeRecord(t, "t1", 1024))
+	}
+	commitArchived(t, db, recs...)
+	fo := grocksdb.NewDefaultFlushOptions()
+	defer fo.Destroy()
+	fo.SetWait(true)
+	for _, cf := range db.cfs {
+		if err := db.rdb.FlushCF(cf, fo); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := db.cache.GetUsage()
+	var n int
+	var bytes int64
+	if _, err := db.ScanObligations(0, 1<<30, 0, 1<<20, func(_ uint64, _ uint32, v []byte) error {
+		n++
+		bytes += int64(len(v))
+		return nil
+	}); err != nil || n != len(recs) {
+		t.Fatalf("ScanObligations = %d hooks, %v", n, err)
+	}
+	if grown := db.cache.GetUsage() - before; grown > uint64(bytes)/16 {
+		t.Fatalf("scanning %d bytes of hooks grew the block cache by %d bytes", bytes, grown)
+	} else {
+		t.Logf("scanning %d bytes of hooks grew the block cache by %d bytes", bytes, grown)
 	}
 }
