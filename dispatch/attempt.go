@@ -21,11 +21,17 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 	if db == nil {
 		return outcome{result: telemetry.ResultError, class: classLost, reason: "store closed"}
 	}
-	hook, err := db.GetHook(c.Seq)
-	if err != nil {
-		// A row whose hook cannot be read is dead-lettered with the reason, never dropped.
-		return d.settle(db, &c, r, outcome{result: telemetry.ResultDLQ, class: classPermanent, attempts: c.Row.Attempts,
-			reason: "hook unreadable: " + err.Error()}, 0)
+	// The claim read the hook with the row; a claim that could not is read here.
+	hook := c.Hook
+	c.Hook = nil // the outcome needs only the row; a retry claims the hook again
+	if hook == nil {
+		h, err := db.GetHook(c.Seq)
+		if err != nil {
+			// A row whose hook cannot be read is dead-lettered with the reason, never dropped.
+			return d.settle(db, &c, r, outcome{result: telemetry.ResultDLQ, class: classPermanent, attempts: c.Row.Attempts,
+				reason: "hook unreadable: " + err.Error()}, 0)
+		}
+		hook = &h
 	}
 	env := sinks.Envelope{
 		ID: hook.ID, Source: hook.Source, Tenant: hook.Tenant, ReceivedAt: hook.ReceivedAt, ContentType: hook.ContentType,
@@ -43,7 +49,7 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 
 	ctx, cancel := context.WithTimeout(context.Background(), d.set.AttemptTimeout)
 	start := d.now()
-	var claimErr error
+	var err, claimErr error
 	if d.needsClaim(hook.Source, r, len(hook.Body)) {
 		env.Claim, claimErr = d.claimRef(ctx, db, c.Seq, &env)
 	}

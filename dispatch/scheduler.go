@@ -291,7 +291,9 @@ func (s *scheduler) claim(ctx actor.Context, t *tenant, nowMS int64, want int) i
 		}
 		s.markReady(t, l)
 	}
-	return len(s.claims)
+	n := len(s.claims)
+	clear(s.claims) // the lanes' queues hold the rows now, and with them their hooks
+	return n
 }
 
 func cmpSeq(a, b uint64) int {

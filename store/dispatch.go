@@ -22,6 +22,10 @@ type Claimed struct {
 	// Last is the attempt just made, which Reschedule and Bury append to the row's history; Number 0 means
 	// none (a row parked or buried without an attempt).
 	Last Attempt
+	// Hook is the row's hook, read with the claim so an attempt needs no read of its own; nil when it could not
+	// be read then (the attempt reads it, and a hook that is really gone or damaged is dead-lettered there).
+	// Rows of one hook claimed together share it: nothing may change it.
+	Hook *Hook
 }
 
 // undecodableReason is the dead reason of a row whose delivery row cannot be decoded (inventory, GET /v1/dlq).
@@ -29,12 +33,29 @@ const undecodableReason = "undecodable delivery row"
 
 // ClaimDue moves up to max rows of tenant ord due at or before now (and, when maxBytes > 0, while the claimed
 // sizes stay within maxBytes; always at least one row) from due to inflight in one non-synced batch, and
-// appends them to dst with their decoded rows, in due-key order. It costs one seek, one read per row and one
-// write, whatever the backlog: the seek starts at the tenant's head, past the tombstones of earlier claims.
+// appends them to dst with their decoded rows and hooks, in due-key order. It costs one write and a walk of
+// three iterators, whatever the backlog: the due keys from the tenant's head (past the tombstones of earlier
+// claims), the delivery rows and the hooks, which a page mostly meets in key order, so a Next replaces a point
+// read per row (a row out of step costs a seek). The hooks are read after the write, without cmu, so an
+// ingest commit never waits for them: a claimed row's hook stays until the row is settled.
 //
 // A due key whose delivery row is missing is deleted and skipped; one whose row cannot be decoded is moved to
 // the dead index (reason "undecodable delivery row"), so damage never stalls the tenant.
 func (db *DB) ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []Claimed) ([]Claimed, error) {
+	start := len(dst)
+	dst, err := db.claimDue(ord, now, max, maxBytes, dst)
+	if err != nil || len(dst) == start {
+		return dst, err
+	}
+	_ = db.read(func() error {
+		db.attachHooks(dst[start:])
+		return nil
+	})
+	return dst, nil
+}
+
+// claimDue is ClaimDue without the hooks.
+func (db *DB) claimDue(ord uint32, now int64, max int, maxBytes int64, dst []Claimed) ([]Claimed, error) {
 	db.cmu.Lock()
 	defer db.cmu.Unlock()
 	db.closeMu.RLock()
@@ -45,6 +66,8 @@ func (db *DB) ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 	if max <= 0 || now < 0 {
 		return dst, nil
 	}
+	rows := cursor{it: db.rdb.NewIteratorCF(db.ro, db.cfs[cfDeliveries])}
+	defer rows.it.Close()
 	db.ed.reset()
 	wb := db.owb
 	wb.Clear()
@@ -84,7 +107,7 @@ func (db *DB) ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 		db.lastKey = append(db.lastKey[:0], k...)
 		visited = true
 		wb.DeleteCF(index, k)
-		row, found, err := db.readRow(DeliveryKey{Seq: dk.Seq, Sink: dk.Sink})
+		row, found, err := rows.row(DeliveryKey{Seq: dk.Seq, Sink: dk.Sink})
 		switch {
 		case !found:
 			e.dropWaiting(size)
@@ -113,6 +136,9 @@ func (db *DB) ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 	}
 	if err := it.Err(); err != nil {
 		return dst[:start], fmt.Errorf("cannot scan the due rows of tenant %d: %w", ord, err)
+	}
+	if err := rows.it.Err(); err != nil {
+		return dst[:start], fmt.Errorf("cannot read the delivery rows of tenant %d: %w", ord, err)
 	}
 	if !visited {
 		return dst, nil
@@ -523,6 +549,73 @@ func (db *DB) readRow(k DeliveryKey) (row DeliveryRow, found bool, err error) {
 		return DeliveryRow{}, true, fmt.Errorf("delivery %d/%d: %w", k.Seq, k.Sink, err)
 	}
 	return row, true, nil
+}
+
+// cursor reads keys of one CF given in mostly ascending order by walking one iterator: the keys a claim page
+// needs follow each other (its delivery rows, its hooks), so the next one is usually where the iterator stands
+// or one Next away, which costs far less than a point read; a key out of step costs one seek.
+type cursor struct {
+	it  *grocksdb.Iterator
+	key []byte
+}
+
+// find positions the iterator at key; false when the CF has no such key.
+func (c *cursor) find(key []byte) bool {
+	for step := 0; step < 2 && c.it.Valid(); step++ {
+		switch bytes.Compare(c.it.Key().Data(), key) {
+		case 0:
+			return true
+		case 1:
+			step = 2 // past it: only a seek can go back
+			continue
+		}
+		c.it.Next()
+	}
+	if !c.it.Valid() || !bytes.Equal(c.it.Key().Data(), key) {
+		c.it.Seek(key)
+	}
+	return c.it.Valid() && bytes.Equal(c.it.Key().Data(), key)
+}
+
+// row reads and decodes delivery row k, as readRow does.
+func (c *cursor) row(k DeliveryKey) (DeliveryRow, bool, error) {
+	c.key = k.Append(c.key[:0])
+	if !c.find(c.key) {
+		if err := c.it.Err(); err != nil {
+			return DeliveryRow{}, true, fmt.Errorf("cannot read delivery %d/%d: %w", k.Seq, k.Sink, err)
+		}
+		return DeliveryRow{}, false, nil
+	}
+	row, err := DecodeDeliveryRow(c.it.Value().Data())
+	if err != nil {
+		return DeliveryRow{}, true, fmt.Errorf("delivery %d/%d: %w", k.Seq, k.Sink, err)
+	}
+	return row, true, nil
+}
+
+// attachHooks reads the hook of every claimed row of cs into its Hook (the caller holds closeMu). A hook that
+// cannot be read or decoded is left nil: the attempt reads it again and dead-letters the row with the reason.
+func (db *DB) attachHooks(cs []Claimed) {
+	hooks := cursor{it: db.rdb.NewIteratorCF(db.ro, db.cfs[cfHooks])}
+	defer hooks.it.Close()
+	var last *Hook
+	for i := range cs {
+		c := &cs[i]
+		if last != nil && i > 0 && cs[i-1].Seq == c.Seq {
+			c.Hook = last // another sink of the same hook
+			continue
+		}
+		last = nil
+		hooks.key = AppendHookKey(hooks.key[:0], c.Seq)
+		if !hooks.find(hooks.key) {
+			continue
+		}
+		h, err := DecodeHook(hooks.it.Value().Data()) // copies what it keeps
+		if err != nil {
+			continue
+		}
+		c.Hook, last = &h, &h
+	}
 }
 
 // putRow adds delivery row r of {seq, sink} to wb (under cmu: it uses the writers' scratch).

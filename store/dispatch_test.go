@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -761,4 +762,54 @@ func TestOldestDueIsTheEarliestOverActiveTenants(t *testing.T) {
 	if at, ok, err := db.OldestDue(); err != nil || !ok || at != atB {
 		t.Fatalf("OldestDue with only b waiting = %d, %v, %v; want %d", at, ok, err, atB)
 	}
+}
+
+// A claim carries each row's hook, so an attempt reads nothing more: rows met out of key order (a retry due
+// after later hooks) get theirs too, the rows of one hook share it, and a row whose hook cannot be read gets
+// none (the attempt reads it and dead-letters the row).
+func TestClaimDueCarriesTheHooks(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	http := SinkBinding{Index: 0, Type: "http"}
+	recs := []*Record{makeRecord(t, "acme", 10, http), makeRecord(t, "acme", 20, http, SinkBinding{Index: 1, Type: "log"}),
+		makeRecord(t, "acme", 30, http), makeRecord(t, "acme", 40, http)}
+	first := commit(t, db, recs...)
+	ord := ordOf(t, db, "acme")
+	// The first hook's row is retried: due after every other row, so the claim meets it last.
+	c := claim(t, db, ord, farFuture(), 1, 0)
+	if len(c) != 1 || c[0].Seq != first {
+		t.Fatalf("claimed %v, want [%d]", seqs(c), first)
+	}
+	if err := db.Reschedule(&c[0], 1, time.Now().Add(time.Minute).UnixMilli(), "boom"); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.rdb.DeleteCF(db.wo, db.cfs[cfHooks], AppendHookKey(nil, first+2)); err != nil {
+		t.Fatal(err)
+	}
+	got := claim(t, db, ord, farFuture(), 10, 0)
+	if want := []uint64{first + 1, first + 1, first + 2, first + 3, first}; !slices.Equal(seqs(got), want) {
+		t.Fatalf("claimed %v, want %v", seqs(got), want)
+	}
+	for i, c := range got {
+		if c.Seq == first+2 {
+			if c.Hook != nil {
+				t.Fatalf("row %d/%d carries a hook that is gone: %+v", c.Seq, c.Sink, c.Hook)
+			}
+			continue
+		}
+		if c.Hook == nil {
+			t.Fatalf("row %d/%d carries no hook", c.Seq, c.Sink)
+		}
+		want, err := DecodeHook(recs[c.Seq-first].Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Hook.ID != want.ID || !bytes.Equal(c.Hook.Body, want.Body) || c.Hook.ContentType != want.ContentType ||
+			!slices.Equal(c.Hook.Headers, want.Headers) {
+			t.Fatalf("row %d/%d carries %+v, want %+v", c.Seq, c.Sink, c.Hook, want)
+		}
+		if i == 1 && c.Hook != got[0].Hook {
+			t.Fatal("the two rows of one hook read it twice")
+		}
+	}
+	requireExactCounters(t, db)
 }
