@@ -173,6 +173,11 @@ type DB struct {
 	lastKey    []byte
 	clear      clearScratch // clearObligations' (archive.go)
 	oq         outcomeQueue // outcomes waiting for a group (outcomes.go); its maps are cmu's scratch
+	// inflight holds the inflight key of every row claimed since the store opened and not settled since, so an
+	// outcome knows its row is still claimed without a read under cmu. Every write that adds or deletes
+	// inflight keys (ClaimDue, the outcomes, RecoverInflight, EraseTenantRows) changes it after its batch is
+	// written; a row claimed before the store opened is not in it, and RecoverInflight makes such rows due.
+	inflight map[InflightKey]struct{}
 
 	// qmu serialises the writes of the quarantine pen (quarantine.go) from reading the pen counters until their
 	// batch is written and applied, as cmu does for the queue counters; ReleaseQuarantine takes it after cmu. It

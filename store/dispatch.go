@@ -148,6 +148,12 @@ func (db *DB) claimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 		return dst[:start], &WriteError{Class: classify(err), Err: err}
 	}
 	db.applyEditsLocked(nil)
+	if db.inflight == nil {
+		db.inflight = make(map[InflightKey]struct{})
+	}
+	for i := start; i < len(dst); i++ {
+		db.inflight[InflightKey{Ord: ord, Seq: dst[i].Seq, Sink: dst[i].Sink}] = struct{}{}
+	}
 	db.stateMu.Lock()
 	ts := db.qs.tenant(ord)
 	// Seek just past the last key this claim deleted: a zero byte after it sorts before any longer-lived key.
@@ -233,6 +239,7 @@ func (db *DB) RecoverInflight() (int, error) {
 		return 0, fmt.Errorf("cannot scan the inflight keys: %w", err)
 	}
 	if len(db.ed.list) == 0 {
+		clear(db.inflight)
 		return 0, nil
 	}
 	db.putCountersLocked(wb)
@@ -240,6 +247,7 @@ func (db *DB) RecoverInflight() (int, error) {
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
 	db.applyEditsLocked(nil)
+	clear(db.inflight) // an outcome still running for a recovered row finds it not claimed
 	if n > 0 {
 		db.wake()
 	}
@@ -552,29 +560,53 @@ func (db *DB) readRow(k DeliveryKey) (row DeliveryRow, found bool, err error) {
 }
 
 // cursor reads keys of one CF given in mostly ascending order by walking one iterator: the keys a claim page
-// needs follow each other (its delivery rows, its hooks), so the next one is usually where the iterator stands
-// or one Next away, which costs far less than a point read; a key out of step costs one seek.
+// or an outcome group needs follow each other (its delivery rows, its hooks), so the next one is usually where
+// the iterator stands or one Next away, which costs far less than a point read or a seek; a key out of step
+// costs one seek. Between calls the iterator stands at the first key at or after from (or is invalid when
+// there is none), so a key between from and the iterator's key is known not to exist without a read.
 type cursor struct {
-	it  *grocksdb.Iterator
-	key []byte
+	it   *grocksdb.Iterator
+	key  []byte // scratch for the caller's keys
+	from []byte
+	set  bool // from is set: the iterator has been positioned
+}
+
+// ge positions the iterator at the first key at or after key; false when there is none.
+func (c *cursor) ge(key []byte) bool {
+	if c.set && bytes.Compare(key, c.from) >= 0 {
+		for step := 0; c.it.Valid(); step++ {
+			if bytes.Compare(c.it.Key().Data(), key) >= 0 {
+				c.from = append(c.from[:0], key...)
+				return true
+			}
+			if step == 2 {
+				break // too far behind: a seek costs less
+			}
+			c.it.Next()
+		}
+		if !c.it.Valid() && c.it.Err() == nil {
+			// Nothing at or after from, so nothing at or after key either.
+			c.from = append(c.from[:0], key...)
+			return false
+		}
+	}
+	c.it.Seek(key)
+	c.from, c.set = append(c.from[:0], key...), true
+	return c.it.Valid()
 }
 
 // find positions the iterator at key; false when the CF has no such key.
 func (c *cursor) find(key []byte) bool {
-	for step := 0; step < 2 && c.it.Valid(); step++ {
-		switch bytes.Compare(c.it.Key().Data(), key) {
-		case 0:
-			return true
-		case 1:
-			step = 2 // past it: only a seek can go back
-			continue
-		}
-		c.it.Next()
+	return c.ge(key) && bytes.Equal(c.it.Key().Data(), key)
+}
+
+// moved tells the cursor the caller moved the iterator on (Next) past from.
+func (c *cursor) moved() {
+	if c.it.Valid() {
+		c.from = append(c.from[:0], c.it.Key().Data()...)
+	} else {
+		c.set = false // an exhausted or failed iterator seeks again
 	}
-	if !c.it.Valid() || !bytes.Equal(c.it.Key().Data(), key) {
-		c.it.Seek(key)
-	}
-	return c.it.Valid() && bytes.Equal(c.it.Key().Data(), key)
 }
 
 // row reads and decodes delivery row k, as readRow does.
@@ -636,31 +668,35 @@ func (db *DB) existsCF(cf int, key []byte) (bool, error) {
 }
 
 // otherDeliveryLocked tells whether hook seq has a delivery row besides the one of sink (under cmu), not
-// counting the rows the outcome group being built deletes. It seeks the group's one iterator (created at the
-// group's first call, closed by settleGroupLocked): creating an iterator costs more than the seek, and under
-// cmu no write lands between the group's operations, so one snapshot serves them all.
+// counting the rows the outcome group being built deletes. It walks the group's one iterator (created at the
+// group's first call, closed by settleGroupLocked): creating an iterator costs more than a seek, and under
+// cmu no write lands between the group's operations, so one snapshot serves them all. After a hook's rows the
+// iterator stands at the next hook's, where the next outcome of a group in claim order looks.
 func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 	q := &db.oq
-	if q.it == nil {
-		q.it = db.rdb.NewIteratorCF(db.ro, db.cfs[cfDeliveries])
+	if q.rows.it == nil {
+		q.rows = cursor{it: db.rdb.NewIteratorCF(db.ro, db.cfs[cfDeliveries]), key: q.rows.key, from: q.rows.from}
 	}
-	it := q.it
+	c := &q.rows
 	other := false
-	for it.Seek(AppendHookKey(db.okey[:0], seq)); it.Valid(); it.Next() {
-		kb := it.Key().Data()
+	c.key = AppendHookKey(c.key[:0], seq)
+	for ok := c.ge(c.key); ok; ok = c.it.Valid() {
+		kb := c.it.Key().Data()
 		if len(kb) < HookKeyLen || binary.BigEndian.Uint64(kb) != seq {
 			break // past the hook's rows
 		}
 		k, err := ParseDeliveryKey(kb)
 		if err == nil {
 			if _, gone := q.deleted[k]; gone || k.Sink == sink {
+				c.it.Next()
+				c.moved()
 				continue
 			}
 		}
 		other = true // an unparsable key under this seq is kept, and so is its hook
 		break
 	}
-	if err := it.Err(); err != nil {
+	if err := c.it.Err(); err != nil {
 		return false, fmt.Errorf("cannot scan the delivery rows of hook %d: %w", seq, err)
 	}
 	return other, nil

@@ -253,6 +253,11 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 	}
 	if hasOrd {
 		delete(db.ords, tenant)
+		for fk := range db.inflight {
+			if fk.Ord == ord {
+				delete(db.inflight, fk)
+			}
+		}
 	}
 	db.stateMu.Lock()
 	defer db.stateMu.Unlock()

@@ -48,8 +48,9 @@ type outcomeQueue struct {
 	// later operations must see although the batch is not written yet.
 	settled map[InflightKey]struct{}
 	deleted map[DeliveryKey]struct{}
-	// it is the group's iterator over the deliveries CF (otherDeliveryLocked), nil until the group needs it.
-	it *grocksdb.Iterator
+	// rows walks the group's iterator over the deliveries CF (otherDeliveryLocked); its iterator is nil until
+	// the group needs it. A group's outcomes mostly come in claim order, so their rows mostly follow each other.
+	rows cursor
 }
 
 func (q *outcomeQueue) get(kind outcomeKind, c *Claimed) *outcomeOp {
@@ -134,9 +135,9 @@ func (db *DB) settleGroupLocked(group []*outcomeOp) {
 	clear(q.settled)
 	clear(q.deleted)
 	defer func() {
-		if q.it != nil {
-			q.it.Close()
-			q.it = nil
+		if q.rows.it != nil {
+			q.rows.it.Close()
+			q.rows.it, q.rows.set = nil, false
 		}
 	}()
 	db.ed.reset()
@@ -163,14 +164,17 @@ func (db *DB) settleGroupLocked(group []*outcomeOp) {
 		return
 	}
 	db.applyEditsLocked(nil)
+	for fk := range q.settled {
+		delete(db.inflight, fk)
+	}
 	if wake {
 		db.wake()
 	}
 }
 
 // addOutcomeLocked adds op to wb and its tenant's edit (under cmu), or changes nothing and returns why not. It
-// checks that op's row is still claimed, in the store and in the group so far, and reads everything it needs
-// before it writes, so a refused operation leaves no trace in the batch.
+// checks that op's row is still claimed (db.inflight, without a read) and not settled earlier in the group,
+// and reads everything it needs before it writes, so a refused operation leaves no trace in the batch.
 func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 	q := &db.oq
 	c := op.c
@@ -178,11 +182,7 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 	if _, done := q.settled[fk]; done {
 		return fmt.Errorf("delivery %d/%d: %w", c.Seq, c.Sink, ErrNotClaimed)
 	}
-	claimed, err := db.existsCF(cfIndex, fk.Append(db.okey[:0]))
-	if err != nil {
-		return err
-	}
-	if !claimed {
+	if _, claimed := db.inflight[fk]; !claimed {
 		return fmt.Errorf("delivery %d/%d: %w", c.Seq, c.Sink, ErrNotClaimed)
 	}
 	deleteHook := false
