@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -177,3 +178,29 @@ func printable(s string) bool {
 	}
 	return true
 }
+
+// View is a route's public form: the admin API's resource and a lifecycle event's data. It holds no secret.
+type View struct {
+	ID         string            `json:"id"`
+	Path       string            `json:"path"`
+	Methods    []string          `json:"methods"`
+	Enabled    bool              `json:"enabled"`
+	Tenant     string            `json:"tenant,omitempty"`
+	IPRules    *RulesSpec        `json:"ip_rules"`
+	Metadata   map[string]string `json:"metadata"`
+	InsertedAt string            `json:"inserted_at"` // RFC 3339, UTC, milliseconds
+	UpdatedAt  string            `json:"updated_at"`
+	Revision   uint64            `json:"revision"`
+}
+
+// View returns the route's public form.
+func (r *Route) View() View {
+	md := r.Metadata
+	if md == nil {
+		md = map[string]string{}
+	}
+	return View{ID: r.ID, Path: r.Path, Methods: r.Methods, Enabled: r.Enabled, Tenant: r.Tenant, IPRules: r.IPRules,
+		Metadata: md, InsertedAt: stamp(r.InsertedAt), UpdatedAt: stamp(r.UpdatedAt), Revision: r.Revision}
+}
+
+func stamp(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }

@@ -97,14 +97,14 @@ func EraseOps(tenant string, at int64) []AuditOp {
 
 // Erased is what EraseTenantRows removed.
 type Erased struct {
-	Hooks, Deliveries, Obligations, ClaimMarkers, DedupeKeys, PenEntries, Sources int
+	Hooks, Deliveries, Obligations, ClaimMarkers, DedupeKeys, PenEntries, Sources, Routes int
 	// ClaimRefs are the claim-check refs of the removed hooks (their objects live in the claim store).
 	ClaimRefs []string
 }
 
 // EraseTenantRows removes, in one synced batch, every row of tenant in the store: its hooks with their delivery
 // rows, due, inflight and dead keys, archive obligations and claim markers, its dedupe keys (and their expiry
-// keys and counts), its quarantine entries and its API-managed sources (persistent source store); its counters
+// keys and counts), its quarantine entries, its API-managed sources (persistent source store) and routes; its counters
 // and ordinal are deleted. It holds every writer's lock (commits,
 // dispatch outcomes, the pen), so no write interleaves, and reloads the in-memory counters from the batch's
 // result. The tenant must be closed first (no commit and no claim of its rows), or rows may come back.
@@ -224,6 +224,16 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 			wb.DeleteCF(def, owner)
 		}
 		x.Sources++
+		return nil
+	}); err != nil {
+		return x, err
+	}
+	// The tenant's routes (routes.go): its index keys name them.
+	rtPrefix := append(append([]byte(routeTenantPrefix), tenant...), 0)
+	if err := db.scan(cfDefault, rtPrefix, func(k, _ []byte) error {
+		wb.DeleteCF(def, bytes.Clone(k))
+		wb.DeleteCF(def, RouteKey(string(k[len(rtPrefix):])))
+		x.Routes++
 		return nil
 	}); err != nil {
 		return x, err
