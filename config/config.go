@@ -59,6 +59,8 @@ type Config struct {
 	Lifecycle Lifecycle `yaml:"lifecycle" config:"noecho"`
 	// SourceStore is where the sources managed through the admin API live (the file's are always read-only).
 	SourceStore SourceStore `yaml:"source_store"`
+	// Routes is the edge's route guard (routes.go).
+	Routes Routes `yaml:"routes"`
 	// Debug holds test-only switches; every one is off by default and none belongs in production.
 	Debug Debug `yaml:"debug"`
 	// Sources are walked without echoing values in problems: sink options and verifier secrets live here.
@@ -176,7 +178,7 @@ func CertFingerprint(s string) string {
 
 // AdminScopes are the scopes a principal may hold.
 var AdminScopes = []string{
-	"sources:read", "sources:write", "routes:write", "rate_limits:write", "quarantine:read", "quarantine:write",
+	"sources:read", "sources:write", "routes:read", "routes:write", "rate_limits:write", "quarantine:read", "quarantine:write",
 	"replays:write", "dlq:read", "audit:read", "tenants:write", "config:read", "metrics:read", "log_level:write",
 }
 

@@ -397,6 +397,7 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		Audit: Audit{RetentionDays: 365},
 		// Inventory G.2: SourceStore.Persistent, ours as the default (the file's sources stay read-only).
 		SourceStore: SourceStore{Type: "persistent", Redis: FleetStore{KeyPrefix: "ankusa:sources:"}},
+		Routes:      Routes{MaxRoutes: 10_000, Store: RouteStore{Type: "local"}, IPDeniedStatus: 403, LogSample: 100},
 		Sources:     map[string]Source{},
 	}
 	if !reflect.DeepEqual(d, want) {

@@ -66,7 +66,9 @@ func Default() *Config {
 		Health:      Health{SinkErrorWindowMS: 30_000},
 		Audit:       Audit{RetentionDays: 365},
 		SourceStore: SourceStore{Type: SourceStorePersistent, Redis: FleetStore{KeyPrefix: "ankusa:sources:"}},
-		Sources:     map[string]Source{},
+		Routes: Routes{MaxRoutes: 10_000, Store: RouteStore{Type: RouteStoreLocal}, IPDeniedStatus: 403,
+			LogSample: 100},
+		Sources: map[string]Source{},
 	}
 	return c
 }

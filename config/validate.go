@@ -84,6 +84,7 @@ func (c *Config) validate(ps *problems) {
 		}
 	}
 	c.validatePrincipals(ps)
+	c.validateRoutes(ps)
 	positive(ps, "audit.retention_days", c.Audit.RetentionDays)
 	validateSinkTypes(ps, "lifecycle.sinks", c.Lifecycle.Sinks)
 	if len(c.Lifecycle.Sinks) > 0 && c.WAL.Type == WALNone {
