@@ -18,6 +18,7 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/dispatch"
+	"github.com/ankusa-go/ankusa/routes/registry"
 	"github.com/ankusa-go/ankusa/sources"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry/task"
@@ -55,6 +56,9 @@ type Deps struct {
 	// RateOverride applies a tenant's runtime rate-limit override to the edge (nil removes it); nil without
 	// the edge role (the rate-limit routes answer 409 role_not_enabled).
 	RateOverride func(tenant string, r *config.Rate)
+	// Routes manage the edge's route table (nil without the edge role: the route routes answer 409
+	// role_not_enabled).
+	Routes *registry.Registry
 	// Lifecycle flags source changes for lifecycle publication (lifecycle.sinks set).
 	Lifecycle bool
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).

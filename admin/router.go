@@ -29,12 +29,15 @@ const (
 	scopeSourcesRead     = "sources:read"
 	scopeSourcesWrite    = "sources:write"
 	scopeRateLimitsWrite = "rate_limits:write"
+	scopeRoutesRead      = "routes:read"
+	scopeRoutesWrite     = "routes:write"
 )
 
 func scopes(s ...string) []string { return s }
 
 // routes lists every endpoint, in the order of the API document.
 func (a *api) routes() []route {
+	routeReaders := scopes(scopeRoutesRead, scopeRoutesWrite, scopeConfigRead)
 	metrics := scopes(scopeMetricsRead)
 	if !a.d.Config.Admin.MetricsAuth {
 		metrics = nil
@@ -71,6 +74,15 @@ func (a *api) routes() []route {
 		{"GET", "/v1/tenants/{tenant}/rate-limit", scopes(scopeRateLimitsWrite, scopeConfigRead), a.getRateLimit},
 		{"PUT", "/v1/tenants/{tenant}/rate-limit", scopes(scopeRateLimitsWrite), a.putRateLimit},
 		{"DELETE", "/v1/tenants/{tenant}/rate-limit", scopes(scopeRateLimitsWrite), a.deleteRateLimit},
+		{"GET", "/v1/routes", routeReaders, a.listRoutes},
+		{"POST", "/v1/routes", scopes(scopeRoutesWrite), a.createRoute},
+		{"POST", "/v1/routes/test", routeReaders, a.testRoute},
+		{"GET", "/v1/routes/{id}", routeReaders, a.getRoute},
+		{"PUT", "/v1/routes/{id}", scopes(scopeRoutesWrite), a.putRoute},
+		{"PATCH", "/v1/routes/{id}", scopes(scopeRoutesWrite), a.patchRoute},
+		{"DELETE", "/v1/routes/{id}", scopes(scopeRoutesWrite), a.deleteRoute},
+		{"GET", "/v1/ip-rules", routeReaders, a.getIPRules},
+		{"PUT", "/v1/ip-rules", scopes(scopeRoutesWrite), a.putIPRules},
 	}
 }
 

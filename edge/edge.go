@@ -176,6 +176,8 @@ type Edge struct {
 	// closed holds the tenants being erased (copy on write; nil when none): their hooks are 503 tenant_erasing.
 	closed   atomic.Pointer[map[string]struct{}]
 	closedMu sync.Mutex
+	// guard is the route guard (routes.enabled, routeguard.go); nil when off.
+	guard *routeGuard
 	// fleet is the fleet store under rate_limits.scope or dedupe.scope fleet; nil otherwise (fleet.go).
 	fleet *fleet.Store
 	// intake is the intake log under wal.type dual (intake.go); nil otherwise.

@@ -48,12 +48,26 @@ func (e *Edge) Handle(ctx *fasthttp.RequestCtx) {
 				e.writeReady(ctx)
 				return
 			}
-			if e.handshakeGET(ctx) {
+		}
+		if e.guard != nil {
+			if r := e.checkRoute(ctx); r != nil {
+				e.refuseEarly(ctx, r)
 				return
 			}
 		}
+		if ctx.IsGet() && e.handshakeGET(ctx) {
+			return
+		}
 		writeRefusal(ctx, refuseNotFound)
 		return
+	}
+	// The route guard runs first, before anything is read (the Expect handler ran it already when it marked
+	// the request).
+	if e.guard != nil && ctx.UserValue(preReadChecked{}) == nil {
+		if r := e.checkRoute(ctx); r != nil {
+			e.refuseEarly(ctx, r)
+			return
+		}
 	}
 	e.ingest(ctx)
 }
@@ -85,6 +99,12 @@ type preReadChecked struct{}
 func (e *Edge) expect(ctx *fasthttp.RequestCtx) int {
 	if !ctx.IsPost() {
 		return fasthttp.StatusContinue // Handle answers it without reading a body
+	}
+	if e.guard != nil {
+		if r := e.checkRoute(ctx); r != nil {
+			e.refuseEarly(ctx, r)
+			return r.Status
+		}
 	}
 	rq := request{ctx: ctx, start: time.Now()}
 	err := e.resolveSource(&rq)

@@ -125,6 +125,7 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 		}
 	}
 	if i.edge != nil {
+		d.Routes = i.routes
 		d.RateOverride = func(tenant string, r *config.Rate) {
 			i.ratesMu.Lock()
 			defer i.ratesMu.Unlock()

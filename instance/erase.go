@@ -169,12 +169,17 @@ func (x *eraser) run(p store.EraseProgress) error {
 			}
 			log.Info().Int("hooks", n.Hooks).Int("deliveries", n.Deliveries).Int("obligations", n.Obligations).
 				Int("claim_markers", n.ClaimMarkers).Int("dedupe_keys", n.DedupeKeys).Int("pen_entries", n.PenEntries).
-				Int("sources", n.Sources).Msg("tenant erase: rows removed")
+				Int("sources", n.Sources).Int("routes", n.Routes).Msg("tenant erase: rows removed")
 			if n.Sources > 0 && x.i.sources != nil {
 				x.i.applySources() // the edge and dispatch drop the removed sources
 			}
 			if x.i.edge != nil {
 				x.i.edge.SetRateOverride(p.Tenant, nil) // its override row went in the same batch
+			}
+			if n.Routes > 0 && x.i.routes != nil {
+				if err := x.i.routes.Reload(); err != nil { // the guard drops the removed routes
+					return fmt.Errorf("reload the routes: %w", err)
+				}
 			}
 			p.Stage = store.EraseSources
 		case store.EraseSources:

@@ -21,6 +21,8 @@ import (
 	"github.com/ankusa-go/ankusa/fleet"
 	"github.com/ankusa-go/ankusa/intake"
 	"github.com/ankusa-go/ankusa/lifecycle"
+	"github.com/ankusa-go/ankusa/routes"
+	"github.com/ankusa-go/ankusa/routes/registry"
 	"github.com/ankusa-go/ankusa/sinks"
 	"github.com/ankusa-go/ankusa/sinks/builtin"
 	"github.com/ankusa-go/ankusa/sources"
@@ -75,6 +77,9 @@ type Instance struct {
 	redisSources *sources.Redis // source_store.type redis
 	layered      *edge.LayeredSources
 	sourcesMu    sync.Mutex // serialises applySources
+	// routes manages the edge role's route table (routes.go); nil without the edge role.
+	routes     *registry.Registry
+	routeTable *routes.Table
 	// ratesMu serialises loading the store's rate-limit overrides into the edge with the admin API's changes,
 	// so a change committed while the boot loads them is never undone by the load.
 	ratesMu sync.Mutex
@@ -205,6 +210,10 @@ func (i *Instance) Start() error {
 		i.edge = edge.New(set, i.system, edge.NewResolver(cfg.HTTP.Routing, cfg.HTTP.Prefix),
 			i.layered, i.tel, i.health)
 		i.edge.SetStore(i.db.Load)
+		i.newRoutes()
+		if cfg.WAL.Type == config.WALNone {
+			i.loadRoutes() // no store to wait for: the seed is the table
+		}
 		if cfg.FleetEnabled() {
 			i.fleet = fleet.New(cfg.Fleet, set.PendingTTL, i.tel.FleetDegraded)
 			i.edge.SetFleet(i.fleet)

@@ -70,6 +70,7 @@ func (s *storeOwner) Receive(ctx actor.Context) {
 		}
 		if s.i.edge != nil {
 			s.i.loadRateOverrides() // before ingest opens: an override applies to the first hook
+			s.i.loadRoutes()        // before ingest opens: the guard decides the first request on the stored table
 		}
 		s.tasks = &task.Group{}
 		stall := time.Duration(s.i.cfg.Store.CommitStallMS) * time.Millisecond

@@ -1,4 +1,4 @@
-// Package lifecycle publishes source and tenant changes (inventory A.4-A.7, G) as CloudEvents 1.0 JSON bodies
+// Package lifecycle publishes source, route and tenant changes (inventory A.4-A.7, G) as CloudEvents 1.0 JSON bodies
 // to the sinks of lifecycle.sinks. Its outbox is the audit trail: a change flagged for publication commits its
 // audit row, and the redacted entity beside it, in the change's own synced batch. The Publisher reads the
 // flagged rows past m:lifecycle_cursor in commit order, delivers each to every sink until the sink confirms
@@ -51,6 +51,12 @@ func EventType(action string) string {
 		return "io.ankusa.source.updated"
 	case "source.delete":
 		return "io.ankusa.source.deleted"
+	case "route.create":
+		return "io.ankusa.route.created"
+	case "route.update":
+		return "io.ankusa.route.updated"
+	case "route.delete":
+		return "io.ankusa.route.deleted"
 	case "tenant.delete":
 		return "io.ankusa.tenant.deleted"
 	}

@@ -48,6 +48,8 @@ type Metrics struct {
 	Intake *IntakeMetrics
 	// Lifecycle counts the lifecycle events published (lifecycle.sinks).
 	Lifecycle *LifecycleMetrics
+	// Routes are the route guard's decisions and table size (routes.enabled).
+	Routes *RoutesMetrics
 }
 
 func newMetrics(instance string) *Metrics {
@@ -122,6 +124,7 @@ func newMetrics(instance string) *Metrics {
 	m.ClaimCheck = newClaimCheckMetrics(reg, l)
 	m.Intake = newIntakeMetrics(reg, l)
 	m.Lifecycle = newLifecycleMetrics(reg, l)
+	m.Routes = newRoutesMetrics(reg, l)
 	return m
 }
 
