@@ -93,6 +93,11 @@ func eraseLeavesNoTrace(t *testing.T, sourceStore string) {
 		want(t, "api source", http.StatusCreated, "")
 	call(t, "PUT", base+"/v1/tenants/globex/sources/api-src-g", opsToken, json.RawMessage(`{"sinks":[{"type":"log"}]}`)).
 		want(t, "api source", http.StatusCreated, "")
+	// A route of each (inventory G.5: "remove sources, routes, ...").
+	call(t, "POST", base+"/v1/routes", opsToken, json.RawMessage(`{"id":"acme-route","path":"/acme-route","tenant":"acme"}`)).
+		want(t, "acme route", http.StatusCreated, "")
+	call(t, "POST", base+"/v1/routes", opsToken, json.RawMessage(`{"id":"globex-route","path":"/globex-route","tenant":"globex"}`)).
+		want(t, "globex route", http.StatusCreated, "")
 	// A runtime rate-limit override of each (inventory G.5: the tenant's goes with it).
 	call(t, "PUT", base+"/v1/tenants/acme/rate-limit", opsToken, json.RawMessage(`{"rate":50,"burst":60}`)).
 		want(t, "acme override", http.StatusOK, "")
@@ -222,6 +227,8 @@ func eraseLeavesNoTrace(t *testing.T, sourceStore string) {
 	if !strings.Contains(jsonOf(rows.body), `"action":"tenant.delete"`) {
 		t.Fatalf("audit: %v", rows.body)
 	}
+	call(t, "GET", base+"/v1/routes/acme-route", opsToken, nil).want(t, "erased route", http.StatusNotFound, "route_not_found")
+	call(t, "GET", base+"/v1/routes/globex-route", opsToken, nil).want(t, "other tenant's route", http.StatusOK, "")
 	call(t, "GET", base+"/v1/tenants/acme/sources/api-src", opsToken, nil).want(t, "erased source", http.StatusNotFound, "source_not_found")
 	call(t, "GET", base+"/v1/tenants/globex/sources/api-src-g", opsToken, nil).want(t, "other tenant's source", http.StatusOK, "")
 	// The override is gone; the file's entry for the tenant stays in the file.
