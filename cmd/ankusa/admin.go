@@ -193,7 +193,7 @@ func (c *adminClient) call(method, path string, query url.Values, body any, out 
 			code = exitUnavailable
 		}
 		detail := ""
-		for _, k := range []string{"field", "scope", "tenant", "role", "state"} {
+		for _, k := range []string{"field", "message", "scope", "tenant", "role", "state", "method", "route_id", "limit"} {
 			if v, ok := e[k]; ok {
 				detail += fmt.Sprintf(" %s=%v", k, v)
 			}
@@ -415,7 +415,8 @@ func adminCommands(stdout io.Writer, env func(string) (string, bool)) []*cobra.C
 	purge.Flags().Int64Var(&until, "until", 0, "received at or before (unix ms)")
 	purge.Flags().Int64Var(&limit, "limit", 0, "hooks (default 1000, at most 10000)")
 	quarantine.AddCommand(qList, release, purge)
-	cmds := []*cobra.Command{dlq, replay, quarantine, hooksCommand(c), tenantsCommand(c), sourcesCommand(c), auditCommand(c), rateLimitsCommand(c)}
+	cmds := []*cobra.Command{dlq, replay, quarantine, hooksCommand(c), tenantsCommand(c), sourcesCommand(c), auditCommand(c), rateLimitsCommand(c),
+		routesCommand(c), ipRulesCommand(c)}
 	for _, cmd := range cmds {
 		cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitUsage, err: err} })
 	}
