@@ -188,8 +188,11 @@ func jobJSON(j store.ReplayJob) map[string]any {
 		"id": uuid.UUID(j.ID).String(), "kind": j.Kind, "source_id": j.Source, "since": j.Since, "until": j.Until,
 		"rate": j.Rate, "max_lag_ms": j.MaxLagMS, "created_at": j.CreatedAt, "state": j.State, "moved": j.Moved,
 	}
-	if j.Kind == dispatch.ReplayArchive {
+	switch j.Kind {
+	case dispatch.ReplayArchive:
 		out["tenant_id"], out["skipped"] = j.Tenant, j.Skipped
+	case store.ReplayKindLifecycle:
+		out["tenant_id"] = j.Tenant
 	}
 	return out
 }
@@ -202,13 +205,42 @@ func (a *api) dispatcher(w http.ResponseWriter) *dispatch.Dispatcher {
 	return a.d.Dispatcher
 }
 
-// replayDispatcher is the dispatcher a replay route steers, or nil once the refusal is written: the principal
-// must hold every tenant (403) and the node must run dispatch (409), in that order.
-func (a *api) replayDispatcher(w http.ResponseWriter, p *principal) *dispatch.Dispatcher {
+// replayJobs lists and steers the recorded replay jobs: the dispatcher, or the store itself on a node whose
+// only replay runner is the lifecycle publisher.
+type replayJobs interface {
+	Replays() ([]store.ReplayJob, error)
+	SteerReplay(id [16]byte, state string) (store.ReplayJob, error)
+}
+
+// storeReplays is replayJobs over the store (a node without dispatch, with lifecycle.sinks).
+type storeReplays struct{ db *store.DB }
+
+func (s storeReplays) Replays() ([]store.ReplayJob, error) { return s.db.ReplayJobs() }
+
+func (s storeReplays) SteerReplay(id [16]byte, state string) (store.ReplayJob, error) {
+	j, err := s.db.SteerReplayJob(id, state)
+	if errors.Is(err, store.ErrNotFound) {
+		return j, dispatch.ErrNoSuchJob
+	}
+	return j, err
+}
+
+// replayDispatcher is what a replay route lists and steers, or nil once the refusal is written: the principal
+// must hold every tenant (403) and the node must run dispatch or publish lifecycle events (409), in that order.
+func (a *api) replayDispatcher(w http.ResponseWriter, p *principal) replayJobs {
 	if !allTenants(w, p) {
 		return nil
 	}
-	return a.dispatcher(w)
+	if a.d.Dispatcher == nil && a.d.Lifecycle {
+		if db := a.db(w); db != nil {
+			return storeReplays{db}
+		}
+		return nil
+	}
+	if d := a.dispatcher(w); d != nil {
+		return d
+	}
+	return nil
 }
 
 // Replay jobs act on every tenant's dead rows of a source (a shared source's rows belong to many tenants), so
@@ -230,14 +262,15 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 		badParam(w, "body")
 		return
 	}
+	lifecycleJob := req.Kind == store.ReplayKindLifecycle
 	switch {
-	case req.Kind != dispatch.ReplayDLQ && req.Kind != dispatch.ReplayArchive:
-		badParam(w, "kind") // quarantine and lifecycle jobs are not run by this node yet
+	case req.Kind != dispatch.ReplayDLQ && req.Kind != dispatch.ReplayArchive && !lifecycleJob:
+		badParam(w, "kind") // quarantine jobs are not run by this node yet (POST /v1/quarantine/release is)
 		return
-	case req.SourceID != "" && !validID(req.SourceID):
-		badParam(w, "source_id")
+	case req.SourceID != "" && (!validID(req.SourceID) || lifecycleJob):
+		badParam(w, "source_id") // a lifecycle job filters on the tenant only
 		return
-	case req.TenantID != "" && (req.Kind != dispatch.ReplayArchive || !validID(req.TenantID)):
+	case req.TenantID != "" && (req.Kind == dispatch.ReplayDLQ || !validID(req.TenantID)):
 		badParam(w, "tenant_id") // a dlq job moves every tenant's dead rows of its source
 		return
 	case req.Kind == dispatch.ReplayArchive && (req.Since <= 0 || req.Until <= req.Since || req.Until > time.Now().UnixMilli()):
@@ -249,11 +282,19 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 	case req.Until < 0 || req.Until > 0 && req.Until < req.Since:
 		badParam(w, "until")
 		return
+	case lifecycleJob && (req.Until > 0 && req.Until <= req.Since || req.Until > time.Now().UnixMilli()):
+		badParam(w, "until") // a lifecycle window is [since, until), until by now (0: now)
+		return
 	case req.Rate < 0 || req.Rate > dispatch.MaxReplayRate:
 		badParam(w, "rate")
 		return
 	case req.MaxLagMS < 0:
 		badParam(w, "max_lag_ms")
+		return
+	}
+	if lifecycleJob {
+		a.createLifecycleReplay(w, r, p, store.ReplayJob{Kind: req.Kind, Tenant: req.TenantID, Since: req.Since,
+			Until: req.Until, Rate: req.Rate, MaxLagMS: req.MaxLagMS})
 		return
 	}
 	d := a.dispatcher(w)
@@ -274,6 +315,36 @@ func (a *api) createReplay(w http.ResponseWriter, r *http.Request, p *principal)
 	if errors.Is(err, dispatch.ErrReplayKind) {
 		// An archive job on a node without the storage role's archive.
 		writeError(w, http.StatusConflict, codeRoleNotEnabled, map[string]any{"role": config.RoleStorage})
+		return
+	}
+	if err != nil {
+		a.failed(w, "create replay", err)
+		return
+	}
+	a.changed(r, p, "replay created").Str("replay_id", uuid.UUID(j.ID).String()).Msg("admin change")
+	writeJSON(w, http.StatusCreated, jobJSON(j))
+}
+
+// createLifecycleReplay records a lifecycle replay job, which the node's lifecycle publisher runs: 409
+// lifecycle_disabled without lifecycle.sinks (there is nowhere to publish to).
+func (a *api) createLifecycleReplay(w http.ResponseWriter, r *http.Request, p *principal, spec store.ReplayJob) {
+	if !a.d.Lifecycle {
+		writeError(w, http.StatusConflict, codeLifecycleOff, map[string]any{"setting": "lifecycle.sinks"})
+		return
+	}
+	db := a.db(w)
+	if db == nil {
+		return
+	}
+	j, err := store.NewReplayJob(spec, time.Now())
+	if err != nil {
+		badParam(w, "until")
+		return
+	}
+	e := entry(w, r, p, "replay.create", "replay", "")
+	e.After = []byte(fmt.Sprintf("%s %s %d %d %g", j.Kind, j.Tenant, j.Since, j.Until, j.Rate))
+	ok, err := a.external(w, "create replay", e, func() error { return db.PutReplayJob(&j) })
+	if !ok {
 		return
 	}
 	if err != nil {

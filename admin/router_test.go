@@ -283,7 +283,11 @@ func TestDLQListsPagesAndFilters(t *testing.T) {
 func TestReplayJobs(t *testing.T) {
 	inst := startAdmin(t, "replay", nil)
 	base := "http://" + inst.AdminAddr()
-	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "lifecycle"}).want(t, "lifecycle kind", http.StatusBadRequest, "invalid_filter")
+	// A lifecycle job needs lifecycle.sinks: this node has none.
+	if a := call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "lifecycle"}); a.status != http.StatusConflict || a.body["error"] != "lifecycle_disabled" || a.body["setting"] != "lifecycle.sinks" {
+		t.Fatalf("lifecycle job without lifecycle.sinks: %d %v", a.status, a.body)
+	}
+	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "quarantine"}).want(t, "quarantine kind", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "bogus": 1}).want(t, "unknown field", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "since": 5, "until": 4}).want(t, "until before since", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", readerToken, map[string]any{"kind": "dlq"}).want(t, "reader", http.StatusForbidden, "forbidden")

@@ -36,6 +36,7 @@ type Store interface {
 	ClearLaneBlock(k store.LaneKey) error
 	PutReplayJob(j *store.ReplayJob) error
 	ReplayJobs() ([]store.ReplayJob, error)
+	SteerReplayJob(id [16]byte, state string) (store.ReplayJob, error)
 	ReplayDeadStep(j *store.ReplayJob, limit int, now int64) (int, error)
 	RedriveArchivedStep(j *store.ReplayJob, recs []*store.Record, cursor store.ArchiveCursor, skipped int, done bool) (int, error)
 	ClaimRef(seq uint64) (string, bool, error)

@@ -207,7 +207,8 @@ func (r *replayer) tick() {
 	}
 	for i := range jobs {
 		j := &jobs[i]
-		if j.State != JobRunning {
+		if j.State != JobRunning || (j.Kind != ReplayDLQ && j.Kind != ReplayArchive) {
+			// A lifecycle job is the lifecycle publisher's; a kind this node does not know stays as it is.
 			delete(r.credit, j.ID)
 			delete(r.archive, j.ID)
 			continue
@@ -349,22 +350,13 @@ func (d *Dispatcher) SteerReplay(id [16]byte, state string) (store.ReplayJob, er
 	if state != JobRunning && state != JobPaused && state != JobCancelled {
 		return store.ReplayJob{}, fmt.Errorf("dispatch: replay state must be running, paused or cancelled, got %q", state)
 	}
-	jobs, err := d.Replays()
-	if err != nil {
-		return store.ReplayJob{}, err
+	db := d.db()
+	if db == nil {
+		return store.ReplayJob{}, store.ErrClosed
 	}
-	for _, j := range jobs {
-		if j.ID != id {
-			continue
-		}
-		if j.State == JobDone || j.State == JobCancelled {
-			return j, nil
-		}
-		j.State = state
-		if err := d.db().PutReplayJob(&j); err != nil {
-			return store.ReplayJob{}, err
-		}
-		return j, nil
+	j, err := db.SteerReplayJob(id, state)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.ReplayJob{}, ErrNoSuchJob
 	}
-	return store.ReplayJob{}, ErrNoSuchJob
+	return j, err
 }

@@ -43,7 +43,7 @@ func (i *Instance) lifecycleChild() supervision.ChildSpec {
 	return supervision.ChildSpec{Name: LifecycleName, Domain: "lifecycle", Isolated: true,
 		Props: i.withKill(actor.PropsFromProducer(func() actor.Actor {
 			return &lifecyclePublisher{p: &lifecycle.Publisher{DB: i.db.Load, Node: i.cfg.NodeID(),
-				Targets: i.lifecycle, Metrics: i.tel,
+				Targets: i.lifecycle, Metrics: i.tel, Replays: i.tel,
 				Log: i.log.With().Str("component", "lifecycle").Logger()}}
 		}))}
 }

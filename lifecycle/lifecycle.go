@@ -4,7 +4,7 @@
 // flagged rows past m:lifecycle_cursor in commit order, delivers each to every sink until the sink confirms
 // (retrying a transient failure with back-off) and only then advances the synced cursor. A kill -9 before the
 // advance delivers the event again after the restart, with the same id: delivery is at least once and a
-// consumer dedupes on id.
+// consumer dedupes on id. It also runs the lifecycle replay jobs (replay.go).
 package lifecycle
 
 import (
@@ -102,6 +102,8 @@ type Publisher struct {
 	Node    string
 	Targets []Target
 	Metrics Metrics
+	// Replays counts the events lifecycle replay jobs published (nil: not counted).
+	Replays ReplayMetrics
 	Log     zerolog.Logger
 	// Poll is how often the trail is read without a notification (default 1 s); MinBackoff and MaxBackoff
 	// bound the wait between attempts of a failing sink (default 200 ms and 30 s); Timeout is one attempt's
@@ -126,17 +128,32 @@ func (p *Publisher) defaults() {
 	}
 }
 
-// Run publishes until stop is closed.
+// Run publishes until stop is closed: the live events, then a step of each running lifecycle replay job,
+// again at once while a job has work left.
 func (p *Publisher) Run(stop <-chan struct{}) {
 	p.defaults()
 	t := time.NewTicker(p.Poll)
 	defer t.Stop()
 	for {
 		var notify <-chan struct{}
+		more := false
 		if db := p.DB(); db != nil {
 			notify = db.AuditNotify()
 			if err := p.drain(db, stop); err != nil && !errors.Is(err, errStopped) {
 				p.Log.Warn().Err(err).Msg("lifecycle: cannot read the audit trail; retrying")
+			}
+			var err error
+			if more, err = p.replayStep(db, stop); err != nil && !errors.Is(err, errStopped) {
+				p.Log.Warn().Err(err).Msg("lifecycle: replay step failed; retrying")
+				more = false
+			}
+		}
+		if more {
+			select {
+			case <-stop:
+				return
+			default:
+				continue
 			}
 		}
 		select {
@@ -169,7 +186,7 @@ func (p *Publisher) drain(db *store.DB, stop <-chan struct{}) error {
 			if r.Status == store.AuditPending {
 				return nil
 			}
-			if err := p.publish(db, r, stop); err != nil {
+			if _, err := p.publish(db, r, stop); err != nil {
 				return err
 			}
 			if err := db.SetLifecycleCursor(r.Seq); err != nil {
@@ -180,19 +197,20 @@ func (p *Publisher) drain(db *store.DB, stop <-chan struct{}) error {
 	}
 }
 
-// publish delivers row r to every target that has not confirmed it yet, retrying with back-off.
-func (p *Publisher) publish(db *store.DB, r store.AuditRow, stop <-chan struct{}) error {
+// publish delivers row r to every target, retrying a transient failure with back-off; published is false for
+// a row that makes no event.
+func (p *Publisher) publish(db *store.DB, r store.AuditRow, stop <-chan struct{}) (published bool, err error) {
 	e, err := db.AuditEntity(r.Seq)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ev, ok := Build(p.Node, r, e)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("encode event %s: %w", ev.ID, err)
+		return false, fmt.Errorf("encode event %s: %w", ev.ID, err)
 	}
 	sum := sha256.Sum256([]byte(ev.ID))
 	env := &sinks.Envelope{Source: SourceID, Tenant: r.Tenant, ReceivedAt: r.At, ContentType: ContentType,
@@ -222,11 +240,11 @@ func (p *Publisher) publish(db *store.DB, r store.AuditRow, stop <-chan struct{}
 			log.Warn().Err(err).Str("sink", t.Name).Int("attempt", attempt).Dur("retry_in", d).Msg("lifecycle: delivery failed")
 			select {
 			case <-stop:
-				return errStopped
+				return false, errStopped
 			case <-time.After(d):
 			}
 			wait = min(wait*2, p.MaxBackoff)
 		}
 	}
-	return nil
+	return true, nil
 }

@@ -77,7 +77,7 @@ func TestNewReplayJobRefusesABadArchiveWindow(t *testing.T) {
 			t.Fatalf("window %v: %v, want ErrReplayJob", w, err)
 		}
 	}
-	if _, err := NewReplayJob(ReplayJob{Kind: "lifecycle"}, now); !errors.Is(err, ErrReplayJob) {
+	if _, err := NewReplayJob(ReplayJob{Kind: "quarantine"}, now); !errors.Is(err, ErrReplayJob) {
 		t.Fatalf("unknown kind: %v", err)
 	}
 }

@@ -430,7 +430,8 @@ func (db *DB) SetLifecycleCursor(seq uint64) error {
 
 // PruneAudit deletes the rows older than before (unix ms), oldest first, stopping at the first pending row.
 // With holdCursor (lifecycle.sinks set) a row above the lifecycle cursor is kept, so a sink that is down for
-// longer than the retention still gets its events; blocked counts the expired rows so held back.
+// longer than the retention still gets its events, and so is a row a lifecycle replay job (running or
+// paused) has not passed yet; blocked counts the expired rows so held back.
 func (db *DB) PruneAudit(before int64, holdCursor bool) (deleted, blocked int, err error) {
 	var keepFrom uint64
 	if holdCursor {
@@ -439,6 +440,13 @@ func (db *DB) PruneAudit(before int64, holdCursor bool) (deleted, blocked int, e
 			return 0, 0, err
 		}
 		keepFrom = c + 1
+		job, err := db.lifecycleHold()
+		if err != nil {
+			return 0, 0, err
+		}
+		if job > 0 {
+			keepFrom = min(keepFrom, job)
+		}
 	}
 	db.amu.Lock()
 	defer db.amu.Unlock()

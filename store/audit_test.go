@@ -133,6 +133,79 @@ func TestPruneAuditKeepsRowsAtOrAboveCursor(t *testing.T) {
 	}
 }
 
+// Retention never passes a lifecycle replay job's cursor: with the live cursor past every row, a running (or
+// paused) lifecycle job at seq 1 keeps rows 2..4 however old; once it is cancelled they go.
+func TestPruneAuditHoldsForLifecycleReplay(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	for i := range 4 {
+		if _, err := db.CommitAudited(AuditEntry{Actor: "ops", Action: "x", Subject: "s", Lifecycle: true,
+			Entity: []byte("e"), Before: []byte{byte(i)}, After: []byte{byte(i + 1)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.SetLifecycleCursor(4); err != nil {
+		t.Fatal(err)
+	}
+	j, err := NewReplayJob(ReplayJob{Kind: ReplayKindLifecycle}, time.Now().Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutReplayJob(&j); err != nil {
+		t.Fatal(err)
+	}
+	if j, err = db.AdvanceReplayJob(j.ID, 1, 1, false); err != nil || store64(j.Cursor) != 1 || j.Moved != 1 {
+		t.Fatalf("advance = %+v, %v", j, err)
+	}
+	future := time.Now().Add(time.Hour).UnixMilli()
+	for _, state := range []string{"running", "paused"} {
+		if _, err := db.SteerReplayJob(j.ID, state); err != nil {
+			t.Fatal(err)
+		}
+		del, blocked, err := db.PruneAudit(future, true)
+		if err != nil || blocked != 3 {
+			t.Fatalf("prune with a %s replay job at seq 1 = %d deleted, %d blocked, %v; want 3 blocked", state, del, blocked, err)
+		}
+		if rows, _ := db.ListAudit(AuditFilter{}, 10); len(rows) != 3 || rows[0].Seq != 2 {
+			t.Fatalf("rows left with a %s job = %+v", state, rows)
+		}
+	}
+	if _, err := db.SteerReplayJob(j.ID, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	if del, blocked, err := db.PruneAudit(future, true); err != nil || del != 3 || blocked != 0 {
+		t.Fatalf("prune after the job's cancel = %d deleted, %d blocked, %v", del, blocked, err)
+	}
+	// A cancelled job stays cancelled, and a step recorded after the cancel does not revive it.
+	if j, err := db.AdvanceReplayJob(j.ID, 4, 0, true); err != nil || j.State != "cancelled" {
+		t.Fatalf("advance after cancel = %+v, %v", j, err)
+	}
+	if j, err := db.SteerReplayJob(j.ID, "running"); err != nil || j.State != "cancelled" {
+		t.Fatalf("resume after cancel = %+v, %v", j, err)
+	}
+}
+
+// A lifecycle job's window is [since, until) ending by now (0: now) with no source filter.
+func TestNewLifecycleReplayJobWindow(t *testing.T) {
+	now := time.Now()
+	ms := now.UnixMilli()
+	j, err := NewReplayJob(ReplayJob{Kind: ReplayKindLifecycle, Since: 5}, now)
+	if err != nil || j.Until != ms || j.Since != 5 || j.Rate != DefaultReplayRate {
+		t.Fatalf("until 0: %+v, %v", j, err)
+	}
+	for _, bad := range []ReplayJob{{Since: 10, Until: 10}, {Since: 10, Until: 5}, {Until: ms + 1000}, {Since: -1},
+		{Source: "gh"}} {
+		bad.Kind = ReplayKindLifecycle
+		if _, err := NewReplayJob(bad, now); !errors.Is(err, ErrReplayJob) {
+			t.Fatalf("%+v accepted (%v)", bad, err)
+		}
+	}
+}
+
+func store64(b []byte) uint64 {
+	j := ReplayJob{Cursor: b}
+	return LifecycleReplayCursor(&j)
+}
+
 func TestSettleAuditVerdicts(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
 	states := map[string][]byte{"route:ok": []byte("new"), "route:failed": []byte("old"), "route:other": []byte("x")}

@@ -16,11 +16,12 @@ import (
 // committed with the rows each step moves.
 type ReplayJob struct {
 	ID     [16]byte
-	Kind   string // ReplayKindDLQ or ReplayKindArchive
+	Kind   string // ReplayKindDLQ, ReplayKindArchive or ReplayKindLifecycle
 	Source string // filter ("" = all)
-	Tenant string // filter ("" = all; archive jobs)
+	Tenant string // filter ("" = all; archive and lifecycle jobs)
 	// Since and Until filter a dlq job's rows on DeadAt, inclusive (0 = unbounded); an archive job's window is
-	// the hooks received in [Since, Until) (both required).
+	// the hooks received in [Since, Until) (both required); a lifecycle job's the audit rows committed in
+	// [Since, Until) (Until set to the creation time when 0).
 	Since     int64 // unix ms
 	Until     int64
 	Rate      float64 // rows per second
@@ -29,19 +30,24 @@ type ReplayJob struct {
 	State     string // running|paused|cancelled|done
 	Moved     int64
 	Skipped   int64  // archive jobs: catalogued segments skipped because their objects are gone or damaged
-	Cursor    []byte // dlq: last dead key visited; archive: an ArchiveCursor
+	Cursor    []byte // dlq: last dead key visited; archive: an ArchiveCursor; lifecycle: the last audit seq (8 bytes)
 }
 
 // Replay job kinds (inventory F.5).
 const (
 	ReplayKindDLQ     = "dlq"
 	ReplayKindArchive = "archive"
+	// ReplayKindLifecycle re-publishes the lifecycle events of a window of the audit trail, with the ids of
+	// their first delivery; the lifecycle publisher runs it.
+	ReplayKindLifecycle = "lifecycle"
 )
 
 // Replay job states the store acts on (dispatch owns the others' meaning).
 const (
-	replayRunning = "running"
-	replayDone    = "done"
+	replayRunning   = "running"
+	replayPaused    = "paused"
+	replayCancelled = "cancelled"
+	replayDone      = "done"
 )
 
 // replayVisitsPerRow bounds the dead keys one step visits per row it may move (at least minReplayVisits), so a
@@ -145,6 +151,14 @@ func NewReplayJob(spec ReplayJob, now time.Time) (ReplayJob, error) {
 			return ReplayJob{}, fmt.Errorf("%w: an archive replay window must end by now (%s), not %s", ErrReplayJob,
 				now.UTC().Format(time.RFC3339), time.UnixMilli(j.Until).UTC().Format(time.RFC3339))
 		}
+	case ReplayKindLifecycle:
+		if j.Until == 0 {
+			j.Until = j.CreatedAt
+		}
+		if j.Since < 0 || j.Until <= j.Since || j.Until > j.CreatedAt || j.Source != "" {
+			return ReplayJob{}, fmt.Errorf("%w: a lifecycle replay needs a window 0 <= from < to <= now and no source filter, got [%d, %d)",
+				ErrReplayJob, j.Since, j.Until)
+		}
 	default:
 		return ReplayJob{}, fmt.Errorf("%w: unsupported kind %q", ErrReplayJob, j.Kind)
 	}
@@ -195,7 +209,101 @@ func (db *DB) PutReplayJob(j *ReplayJob) error {
 	if err := db.rdb.PutCF(db.wo, db.cfs[cfDefault], appendJobKey(nil, j.ID), AppendReplayJob(nil, j)); err != nil {
 		return &WriteError{Class: classify(err), Err: err}
 	}
+	if j.Kind == ReplayKindLifecycle {
+		// The lifecycle publisher waits on the trail's notification: a new or resumed job starts at once.
+		select {
+		case db.anotify <- struct{}{}:
+		default:
+		}
+	}
 	return nil
+}
+
+// ReplayJob returns job id as recorded (found false when there is none).
+func (db *DB) ReplayJob(id [16]byte) (j ReplayJob, found bool, err error) {
+	err = db.read(func() error {
+		j, found, err = db.replayJobLocked(id)
+		return err
+	})
+	return j, found, err
+}
+
+// SteerReplayJob sets job id's state (running, paused or cancelled) in one synced write and returns the job
+// as recorded; a job done or cancelled keeps its state (the caller compares). A job that is not there matches
+// ErrNotFound.
+func (db *DB) SteerReplayJob(id [16]byte, state string) (ReplayJob, error) {
+	if state != replayRunning && state != replayPaused && state != replayCancelled {
+		return ReplayJob{}, fmt.Errorf("%w: state must be running, paused or cancelled, got %q", ErrReplayJob, state)
+	}
+	j, found, err := db.ReplayJob(id)
+	if err != nil {
+		return ReplayJob{}, err
+	}
+	if !found {
+		return ReplayJob{}, fmt.Errorf("replay job %s: %w", uuid.UUID(id), ErrNotFound)
+	}
+	if j.State == replayDone || j.State == replayCancelled {
+		return j, nil
+	}
+	j.State = state
+	if err := db.PutReplayJob(&j); err != nil {
+		return ReplayJob{}, err
+	}
+	return j, nil
+}
+
+// LifecycleReplayCursor is the audit seq a lifecycle job's cursor holds (0: nothing published yet).
+func LifecycleReplayCursor(j *ReplayJob) uint64 {
+	if len(j.Cursor) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(j.Cursor)
+}
+
+// AdvanceReplayJob records a lifecycle job's step in one synced write: its cursor at audit seq, moved more
+// events published, and (done) the job done unless it was paused or cancelled meanwhile. The state recorded
+// is kept otherwise, so a step never undoes a steer; the job is returned as recorded.
+func (db *DB) AdvanceReplayJob(id [16]byte, seq uint64, moved int64, done bool) (ReplayJob, error) {
+	db.cmu.Lock()
+	defer db.cmu.Unlock()
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return ReplayJob{}, ErrClosed
+	}
+	j, err := db.storedJobLocked(id)
+	if err != nil {
+		return ReplayJob{}, err
+	}
+	j.Cursor = binary.BigEndian.AppendUint64(nil, seq)
+	j.Moved += moved
+	if done && j.State == replayRunning {
+		j.State = replayDone
+	}
+	if err := db.rdb.PutCF(db.wo, db.cfs[cfDefault], appendJobKey(nil, j.ID), AppendReplayJob(nil, &j)); err != nil {
+		return ReplayJob{}, &WriteError{Class: classify(err), Err: err}
+	}
+	return j, nil
+}
+
+// lifecycleHold is the lowest audit seq a lifecycle replay job still has to read (running or paused: a
+// paused job resumes where it stopped), or 0 when none holds the trail.
+func (db *DB) lifecycleHold() (uint64, error) {
+	jobs, err := db.ReplayJobs()
+	if err != nil {
+		return 0, err
+	}
+	var hold uint64
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Kind != ReplayKindLifecycle || (j.State != replayRunning && j.State != replayPaused) {
+			continue
+		}
+		if next := LifecycleReplayCursor(j) + 1; hold == 0 || next < hold {
+			hold = next
+		}
+	}
+	return hold, nil
 }
 
 // ReplayJobs returns every recorded replay job, in id order (ids are UUIDv7: creation order).

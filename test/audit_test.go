@@ -41,7 +41,7 @@ admin:
   principals:
     - name: ops
       token_sha256: %s
-      scopes: [log_level:write, audit:read, sources:read, sources:write, routes:write, dlq:read]
+      scopes: [log_level:write, audit:read, sources:read, sources:write, routes:write, dlq:read, replays:write]
       tenants: ["*"]
 listener:
   drain_delay_ms: 0

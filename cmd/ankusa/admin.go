@@ -193,7 +193,7 @@ func (c *adminClient) call(method, path string, query url.Values, body any, out 
 			code = exitUnavailable
 		}
 		detail := ""
-		for _, k := range []string{"field", "message", "scope", "tenant", "role", "state", "method", "route_id", "limit"} {
+		for _, k := range []string{"field", "message", "scope", "tenant", "role", "setting", "state", "method", "route_id", "limit"} {
 			if v, ok := e[k]; ok {
 				detail += fmt.Sprintf(" %s=%v", k, v)
 			}
@@ -306,7 +306,7 @@ func adminCommands(stdout io.Writer, env func(string) (string, bool)) []*cobra.C
 		}
 		return c.table([]string{"ID", "KIND", "STATE", "SOURCE", "MOVED", "RATE", "CREATED"}, rows)
 	}
-	replay := &cobra.Command{Use: "replay", Short: "Replay jobs (dead-lettered deliveries back to due, or archived hooks committed again), through the admin API"}
+	replay := &cobra.Command{Use: "replay", Short: "Replay jobs (dead-lettered deliveries back to due, archived hooks committed again, or lifecycle events published again), through the admin API"}
 	c.flags(replay)
 	kind, tenant := "dlq", ""
 	create := &cobra.Command{Use: "create", Short: "Create a replay job", Args: usageArgs(cobra.NoArgs),
@@ -321,12 +321,12 @@ func adminCommands(stdout io.Writer, env func(string) (string, bool)) []*cobra.C
 			}
 			return jobRows([]map[string]any{j})
 		}}
-	create.Flags().StringVar(&kind, "kind", "dlq", "the job's kind: dlq, or archive (hooks received in [since, until), both required)")
+	create.Flags().StringVar(&kind, "kind", "dlq", "the job's kind: dlq, archive (hooks received in [since, until), both required) or lifecycle (the events of the changes committed in [since, until), until by now or 0 for now)")
 	create.Flags().StringVar(&source, "source", "", "only this source's rows")
-	create.Flags().StringVar(&tenant, "tenant", "", "archive jobs: only this tenant's hooks")
-	create.Flags().Int64Var(&since, "since", 0, "dlq: rows dead-lettered at or after; archive: hooks received at or after (unix ms)")
-	create.Flags().Int64Var(&until, "until", 0, "dlq: rows dead-lettered at or before; archive: hooks received before (unix ms)")
-	create.Flags().Float64Var(&rate, "rate", 0, "rows per second (default 1000)")
+	create.Flags().StringVar(&tenant, "tenant", "", "archive and lifecycle jobs: only this tenant's hooks or events")
+	create.Flags().Int64Var(&since, "since", 0, "dlq: rows dead-lettered at or after; archive: hooks received at or after; lifecycle: changes committed at or after (unix ms)")
+	create.Flags().Int64Var(&until, "until", 0, "dlq: rows dead-lettered at or before; archive: hooks received before; lifecycle: changes committed before (unix ms)")
+	create.Flags().Float64Var(&rate, "rate", 0, "rows, hooks or events per second (default 1000)")
 	create.Flags().Int64Var(&maxLag, "max-lag-ms", 0, "drip only while dispatch lags at most this (default 2000)")
 	list := &cobra.Command{Use: "list", Short: "List replay jobs", Args: usageArgs(cobra.NoArgs),
 		RunE: func(*cobra.Command, []string) error {

@@ -57,6 +57,11 @@ func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
 	if code, _, errOut = cli(withToken, "replay", "resume", id, "--admin-url", url); code != exitRefused || !strings.Contains(errOut, "conflict") {
 		t.Fatalf("resume a cancelled job: exit %d, err %q, want %d", code, errOut, exitRefused)
 	}
+	// A lifecycle job on a node without lifecycle.sinks: refused, naming the setting.
+	if code, _, errOut = cli(withToken, "replay", "create", "--kind", "lifecycle", "--admin-url", url); code != exitRefused ||
+		!strings.Contains(errOut, "lifecycle_disabled") || !strings.Contains(errOut, "lifecycle.sinks") {
+		t.Fatalf("replay create --kind lifecycle without lifecycle.sinks: exit %d, err %q, want %d", code, errOut, exitRefused)
+	}
 	if code, out, _ = cli(withToken, "dlq", "list", "--admin-url", url); code != 0 || !strings.Contains(out, "total 0") {
 		t.Fatalf("dlq list: exit %d, out %q", code, out)
 	}
