@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -156,6 +157,22 @@ lifecycle:
 		t.Fatalf("route event %+v", ev)
 	}
 	t.Logf("route event: id=%s type=%s subject=%s revision=%v", ev.ID, ev.Type, ev.Subject, ev.Revision)
+
+	// The decisions are counted by bounded reason, and the table's size is a gauge.
+	resp, err := testClient.Get(n.adminURL("/metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scrape, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, series := range []string{`ankusa_routes_decisions_total{decision="reject",instance="routeguard",reason="no_route"}`,
+		`ankusa_routes_decisions_total{decision="reject",instance="routeguard",reason="ip_denied"}`,
+		`ankusa_routes_decisions_total{decision="allow",instance="routeguard",reason="matched"}`,
+		`ankusa_routes{instance="routeguard"} 2`} {
+		if !strings.Contains(string(scrape), series) {
+			t.Fatalf("the scrape has no %s", series)
+		}
+	}
 
 	// kill -9, a new node on the same data dir: the API's changes are in force, the seed did not undo them.
 	n.kill()
