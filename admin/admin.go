@@ -59,6 +59,8 @@ type Deps struct {
 	// Routes manage the edge's route table (nil without the edge role: the route routes answer 409
 	// role_not_enabled).
 	Routes *registry.Registry
+	// Intake reports the dual intake log's state for GET /v1/wal (nil unless wal.type is dual).
+	Intake func() IntakeStatus
 	// Lifecycle flags source changes for lifecycle publication (lifecycle.sinks set).
 	Lifecycle bool
 	// LogLevel reads the instance's log level (nil: unknown, every change is audited as one).
@@ -68,6 +70,22 @@ type Deps struct {
 	// Console, when set, builds the handler served under /console/ from the in-process API (the console is a
 	// package of its own that imports admin; the instance installs it).
 	Console func(*API) (http.Handler, error)
+}
+
+// IntakeStatus is the intake object of GET /v1/wal under wal.type dual.
+type IntakeStatus struct {
+	Node       string            `json:"node"`
+	State      string            `json:"state"`     // recovering, down (breaker open), up
+	Pending    int               `json:"pending"`   // hooks in flight or half-persisted
+	Watermark  uint64            `json:"watermark"` // every hook below this seq is in the store
+	Partitions []IntakePartition `json:"partitions"`
+}
+
+// IntakePartition is one partition of the intake topic as the node last saw it.
+type IntakePartition struct {
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`           // one past the highest offset the node had confirmed
+	Watermark int64 `json:"watermark_offset"` // where a replay of the partition starts
 }
 
 // ReleaseReport says what a quarantine release did.

@@ -109,11 +109,21 @@ func (a *api) wal(w http.ResponseWriter, _ *http.Request, p *principal) {
 	}
 	c := db.Counts()
 	qb, qn := db.QuarantineStats()
-	writeJSON(w, http.StatusOK, map[string]any{
+	est := db.Estimate()
+	body := map[string]any{
 		"next_seq": db.NextSeq(), "pending": c.Pending, "scheduled": c.Scheduled, "inflight": c.Inflight,
 		"dead": c.Dead, "pending_bytes": c.PendingBytes, "archive_pending": c.ArchivePending,
 		"quarantine": map[string]any{"entries": qn, "bytes": qb},
-	})
+	}
+	body["hooks"], body["deliveries"], body["disk_bytes"] = est.Hooks, est.Deliveries, est.DiskBytes
+	if a.d.Intake != nil {
+		in := a.d.Intake()
+		if in.Partitions == nil {
+			in.Partitions = []IntakePartition{}
+		}
+		body["intake"] = in
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 // DLQ limits (inventory A.5: default 100, clamped to 1000). A page visits at most dlqVisitsPerPage dead rows

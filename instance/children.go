@@ -111,6 +111,16 @@ func (i *Instance) adminDeps() (*admin.Deps, error) {
 	if cfg.WAL.Type != config.WALNone {
 		d.EraseTenant = i.erase.erase
 	}
+	if dual := i.dual; dual != nil {
+		d.Intake = func() admin.IntakeStatus {
+			st := dual.Status()
+			out := admin.IntakeStatus{Node: st.Node, State: st.State, Pending: st.Pending, Watermark: st.Watermark}
+			for _, p := range st.Partitions {
+				out.Partitions = append(out.Partitions, admin.IntakePartition{Partition: p.Partition, Offset: p.Offset, Watermark: p.Watermark})
+			}
+			return out
+		}
+	}
 	if i.blob != nil {
 		d.FetchArchived = func(ctx context.Context, id [16]byte) (store.Hook, error) {
 			db := i.db.Load()

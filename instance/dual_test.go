@@ -2,6 +2,8 @@ package instance_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -225,4 +227,67 @@ func noAckWithoutIntakeConfirm(t *testing.T, down, up func(*intakeCluster)) {
 	}
 	t.Logf("brokers back: reconciler completed %d held hooks; %d acked hooks, all %d in the intake log; ankusa_intake_pending_records=%v",
 		len(held), len(acked), len(acked), testutil.ToFloat64(inst.Telemetry().Metrics.Intake.PendingRecords))
+}
+
+// Inventory A.5, GET /v1/wal under wal.type dual: the store figures carry an intake object (node, state,
+// pending, watermark, the partitions this node confirmed offsets in); the state follows the log (up, then down
+// while the brokers refuse, with the refused hooks counted pending). RocksDB's estimates of the hooks and
+// delivery rows held are there too.
+func TestWALStatsShowTheIntakeLog(t *testing.T) {
+	ic := newIntakeCluster(t)
+	const token = "wal-token"
+	sum := sha256.Sum256([]byte(token))
+	inst := start(t, "dualwal", func(cfg *config.Config) {
+		withDual(ic.c.ListenAddrs(), "node-w")(cfg)
+		cfg.Admin.Principals = []config.Principal{{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]),
+			Scopes: []string{"config:read"}, Tenants: []string{"*"}}}
+	})
+	waitRecovered(t, inst)
+	wal := func() map[string]any {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+inst.AdminAddr()+"/v1/wal", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil {
+			t.Fatalf("GET /v1/wal: %d", resp.StatusCode)
+		}
+		return out
+	}
+	for i := range 3 {
+		if a := postEvent(t, inst, fmt.Sprintf("w-%d", i)); a.status != http.StatusCreated {
+			t.Fatalf("post %d: %+v", i, a)
+		}
+	}
+	w := wal()
+	in, _ := w["intake"].(map[string]any)
+	parts, _ := in["partitions"].([]any)
+	if in["node"] != "node-w" || in["state"] != "up" || in["pending"] != 0.0 || in["watermark"].(float64) < 3 || len(parts) == 0 {
+		t.Fatalf("intake after three hooks: %v", in)
+	}
+	if w["hooks"].(float64) < 3 || w["deliveries"].(float64) < 3 || w["disk_bytes"] == nil {
+		t.Fatalf("estimates after three hooks: hooks %v, deliveries %v, disk_bytes %v", w["hooks"], w["deliveries"], w["disk_bytes"])
+	}
+	t.Logf("up: intake %v; hooks %v, deliveries %v, disk_bytes %v", in, w["hooks"], w["deliveries"], w["disk_bytes"])
+
+	h := ic.c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: intakeTopic, Err: kerr.NotEnoughReplicas, Count: -1})
+	poll.True(t, 20*time.Second, "the intake state down", func() bool {
+		postEvent(t, inst, fmt.Sprintf("down-%d", time.Now().UnixNano()))
+		in, _ := wal()["intake"].(map[string]any)
+		return in["state"] == "down"
+	})
+	in, _ = wal()["intake"].(map[string]any)
+	if in["pending"].(float64) < 1 {
+		t.Fatalf("intake while the log refuses: %v, want the refused hooks pending", in)
+	}
+	t.Logf("down: intake %v", in)
+	h.Remove()
+	poll.True(t, 20*time.Second, "the intake state up with nothing pending", func() bool {
+		postEvent(t, inst, fmt.Sprintf("up-%d", time.Now().UnixNano()))
+		in, _ := wal()["intake"].(map[string]any)
+		return in["state"] == "up" && in["pending"] == 0.0
+	})
 }

@@ -1,6 +1,7 @@
 package intake
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -307,6 +308,48 @@ func (d *Dual) watermarkLocked() Watermark {
 		off[l.partition] = min(off[l.partition], l.offset)
 	}
 	return Watermark{Seq: seq, Offsets: off}
+}
+
+// Intake states of Status.
+const (
+	StateRecovering = "recovering" // boot recovery is replaying the log: every commit refused
+	StateDown       = "down"       // the breaker is open: the log takes no publish, commits refused
+	StateUp         = "up"
+)
+
+// PartitionStatus is one partition of the intake topic as this node last saw it.
+type PartitionStatus struct {
+	Partition int32
+	Offset    int64 // one past the highest offset this node had confirmed there
+	Watermark int64 // where a replay of the partition starts (m:intake_offset's offset)
+}
+
+// Status is the intake log's side of the node (GET /v1/wal's intake object).
+type Status struct {
+	Node       string
+	State      string
+	Pending    int    // hooks of the pending set: in flight, or half-persisted
+	Watermark  uint64 // every hook of this node below this seq is in the store
+	Partitions []PartitionStatus
+}
+
+// Status reports the node's intake state, its pending set's size and its watermark.
+func (d *Dual) Status() Status {
+	st := Status{Node: d.opts.Node, State: StateUp}
+	switch {
+	case d.recovering.Load():
+		st.State = StateRecovering
+	case !d.br.allow():
+		st.State = StateDown
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.watermarkLocked()
+	st.Pending, st.Watermark = len(d.pend), w.Seq
+	for _, p := range slices.Sorted(maps.Keys(d.high)) {
+		st.Partitions = append(st.Partitions, PartitionStatus{Partition: p, Offset: d.high[p], Watermark: w.Offsets[p]})
+	}
+	return st
 }
 
 // Stop stops the reconciler (and a recovery still running) and waits for them.

@@ -36,3 +36,28 @@ func (db *DB) Memory() Memory {
 	}
 	return m
 }
+
+// Estimates are RocksDB's estimates of the store's size (GET /v1/wal): cheap, not exact.
+type Estimates struct {
+	Hooks      uint64 // keys of the hooks column family (memtables and tables)
+	Deliveries uint64 // keys of the deliveries column family
+	DiskBytes  uint64 // the table files of every column family, live or awaiting deletion
+}
+
+// Estimate reads the estimates from the store's properties (zero once it is closed).
+func (db *DB) Estimate() Estimates {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed {
+		return Estimates{}
+	}
+	var e Estimates
+	e.Hooks, _ = db.rdb.GetIntPropertyCF("rocksdb.estimate-num-keys", db.cfs[cfHooks])
+	e.Deliveries, _ = db.rdb.GetIntPropertyCF("rocksdb.estimate-num-keys", db.cfs[cfDeliveries])
+	for _, cf := range db.cfs {
+		if v, ok := db.rdb.GetIntPropertyCF("rocksdb.total-sst-files-size", cf); ok {
+			e.DiskBytes += v
+		}
+	}
+	return e
+}
