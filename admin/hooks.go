@@ -1,10 +1,12 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,7 +58,7 @@ func (a *api) getHook(w http.ResponseWriter, r *http.Request, p *principal) {
 		if archived {
 			at = &loc
 		}
-		writeJSON(w, http.StatusOK, hookJSON(&f.Hook, "live", f.Seq, f.Rows, at))
+		writeJSON(w, http.StatusOK, hookJSON(&f.Hook, "live", f.Seq, f.Rows, f.Delivered, at))
 		return
 	case !errors.Is(err, store.ErrNotFound):
 		a.failed(w, "hooks.get", err)
@@ -89,7 +91,7 @@ func (a *api) getHook(w http.ResponseWriter, r *http.Request, p *principal) {
 		a.failed(w, "hooks.get", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, hookJSON(&h, "archived", 0, nil, &loc))
+	writeJSON(w, http.StatusOK, hookJSON(&h, "archived", 0, nil, nil, &loc))
 }
 
 // historyJSON is a delivery's last attempts, oldest first.
@@ -110,8 +112,10 @@ func historyJSON(h []store.Attempt) []map[string]any {
 }
 
 // hookJSON is a hook as the API shows it: metadata, the headers as stored (store_headers already applied at
-// ingest), the body in base64, one attempt summary per sink and where the archive holds it.
-func hookJSON(h *store.Hook, where string, seq uint64, rows []store.DeliveryRow, loc *store.ArchiveLocation) map[string]any {
+// ingest), the body in base64, one attempt summary per sink (its row while it waits or is dead, its delivered
+// record once delivered) and where the archive holds it.
+func hookJSON(h *store.Hook, where string, seq uint64, rows []store.DeliveryRow, delivered []store.Delivered,
+	loc *store.ArchiveLocation) map[string]any {
 	headers := make([]map[string]string, 0, len(h.Headers))
 	for _, x := range h.Headers {
 		headers = append(headers, map[string]string{"name": x.Name, "value": x.Value})
@@ -132,6 +136,21 @@ func hookJSON(h *store.Hook, where string, seq uint64, rows []store.DeliveryRow,
 		m["history"] = historyJSON(d.History)
 		attempts = append(attempts, m)
 	}
+	for _, d := range delivered {
+		m := map[string]any{"sink_index": d.SinkIndex, "sink_type": d.SinkType, "state": "delivered",
+			"attempts": d.Attempts, "history": historyJSON(d.History)}
+		if n := len(d.History); n > 0 {
+			last := d.History[n-1]
+			m["delivered_at"] = last.StartedAt + int64(last.LatencyUS)/1000
+		}
+		if d.ReplayID != "" {
+			m["replay_id"] = d.ReplayID
+		}
+		attempts = append(attempts, m)
+	}
+	slices.SortStableFunc(attempts, func(a, b map[string]any) int {
+		return cmp.Compare(a["sink_index"].(uint16), b["sink_index"].(uint16))
+	})
 	out := map[string]any{
 		"id": uuid.UUID(h.ID).String(), "where": where, "tenant_id": h.Tenant, "source_id": h.Source,
 		"received_at": h.ReceivedAt, "content_type": h.ContentType, "size": len(h.Body), "flagged": h.Flagged,

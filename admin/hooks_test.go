@@ -90,3 +90,50 @@ func TestGetHookShowsAttempts(t *testing.T) {
 	}
 	t.Logf("history of %s: %v", id, hist)
 }
+
+// Issue 16, "find a delivered hook by id and see its attempts": a sink answering 503 once, then 200. Once the
+// hook is delivered (the storage role keeps it in the store until it is archived), GET /v1/hooks/{id} shows
+// its delivery as delivered with both attempts: the refusal, then the success with its 200 and latency.
+func TestGetHookShowsADeliveredHooksAttempts(t *testing.T) {
+	var calls atomic.Int32
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(sink.Close)
+	inst := startAdmin(t, "delivered", func(c *config.Config) {
+		c.Node.Roles = []string{"edge", "dispatch", "storage"}
+		c.Storage.RollMS = 600_000 // not archived (and so not deleted) while the test runs
+		c.Sources["h"] = config.Source{Tenant: "acme", Sinks: []config.SinkSpec{{Type: "http", Options: map[string]any{"url": sink.URL}}}}
+		c.Dispatch.Retry = config.Retry{BaseMS: 1, MaxMS: 5, MaxAttempts: 5}
+	})
+	id := fixture.Post(t, inst.IngestAddr(), "h", []byte(`{}`), nil)
+	poll.True(t, 15*time.Second, "the hook delivered", func() bool {
+		c := inst.Store().Counts()
+		return calls.Load() == 2 && c.Pending+c.Scheduled+c.Inflight == 0
+	})
+
+	a := call(t, "GET", "http://"+inst.AdminAddr()+"/v1/hooks/"+id, opsToken, nil)
+	a.want(t, "ops", http.StatusOK, "")
+	dels, _ := a.body["deliveries"].([]any)
+	if a.body["where"] != "live" || len(dels) != 1 {
+		t.Fatalf("where %v, deliveries %v", a.body["where"], a.body["deliveries"])
+	}
+	d := dels[0].(map[string]any)
+	hist, _ := d["history"].([]any)
+	if d["state"] != "delivered" || d["attempts"] != 2.0 || d["sink_type"] != "http" || len(hist) != 2 {
+		t.Fatalf("delivery %v", d)
+	}
+	first, last := hist[0].(map[string]any), hist[1].(map[string]any)
+	if first["status_code"] != 503.0 || first["outcome"] != "transient" || first["attempt"] != 1.0 {
+		t.Fatalf("first attempt %v", first)
+	}
+	if last["status_code"] != 200.0 || last["outcome"] != "ok" || last["attempt"] != 2.0 || last["latency_us"].(float64) <= 0 ||
+		last["error"] != nil || d["delivered_at"].(float64) < last["started_at"].(float64) {
+		t.Fatalf("final attempt %v (delivered_at %v)", last, d["delivered_at"])
+	}
+	t.Logf("GET /v1/hooks/%s after delivery: %v", id, d)
+}

@@ -13,8 +13,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/sinks/claimcheck"
 	"github.com/ankusa-go/ankusa/storage/blob"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/test/fixture"
 	"github.com/ankusa-go/ankusa/test/fixture/s3fake"
 	"github.com/ankusa-go/ankusa/test/poll"
@@ -170,6 +172,32 @@ func eraseLeavesNoTrace(t *testing.T, sourceStore string) {
 		t.Fatalf("Redis sources before the erase (spec and owner fields): acme %d, globex %d", redisSources("acme"), redisSources("globex"))
 	}
 
+	// A delivered record of each of acme's hooks (first sink delivered, the second waiting): its value names no
+	// tenant, so the scan below finds it by its key.
+	db := inst.Store()
+	ord, _ := db.TenantOrdinal("acme")
+	cs, err := db.ClaimDue(ord, time.Now().Add(time.Hour).UnixMilli(), 100, 0, nil)
+	if err != nil || len(cs) == 0 {
+		t.Fatalf("claimed %d of acme's rows, %v", len(cs), err)
+	}
+	delivered := 0
+	for i := range cs {
+		c := &cs[i]
+		if c.Sink == 0 {
+			c.Last = store.Attempt{Number: 1, StartedAt: time.Now().UnixMilli(), LatencyUS: 100, Class: store.AttemptOK}
+			err = db.Complete(c)
+			delivered++
+		} else {
+			err = db.Reschedule(c, 0, time.Now().UnixMilli(), "")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := deliveredRecords(t, inst); n != delivered {
+		t.Fatalf("%d delivered records before the erase, want acme's %d", n, delivered)
+	}
+
 	// Closed: ingest refuses the tenant, and only it.
 	inst.Edge().CloseTenant("acme")
 	resp, err = client.Post("http://"+inst.IngestAddr()+"/webhooks/acme-in", "application/json", strings.NewReader(`{}`))
@@ -217,6 +245,9 @@ func eraseLeavesNoTrace(t *testing.T, sourceStore string) {
 		t.Fatal("the erase removed the other tenant's rows too")
 	}
 	t.Logf("every column family scanned: %d keys or values name acme (tombstone and audit trail aside), %d name globex", traces, globex)
+	if n := deliveredRecords(t, inst); n != 0 {
+		t.Fatalf("%d of acme's delivered records left", n)
+	}
 	for _, id := range acmeIDs {
 		call(t, "GET", base+"/v1/hooks/"+id, opsToken, nil).want(t, "erased hook", http.StatusNotFound, "not_found")
 	}
@@ -277,6 +308,21 @@ func eraseLeavesNoTrace(t *testing.T, sourceStore string) {
 	call(t, "DELETE", base+"/v1/tenants/acme?confirm=acme", opsToken, nil).want(t, "again", http.StatusOK, "")
 	// Ingest takes the tenant again once erased (its static sources still name it).
 	fixture.Post(t, inst.IngestAddr(), "acme-in", []byte(`{"after":1}`), nil)
+}
+
+// deliveredRecords counts the delivered records in the store (keys of the deliveries CF).
+func deliveredRecords(t *testing.T, inst *instance.Instance) int {
+	t.Helper()
+	n := 0
+	if err := inst.Store().ForEachKey(func(cf string, k, _ []byte) error {
+		if _, err := store.ParseDeliveredKey(k); cf == "deliveries" && err == nil {
+			n++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // Seed: "After it, Storage.fetch/2 answers {:error, :gone} (410 where served) for the tenant's archived hooks".

@@ -50,11 +50,12 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), d.set.AttemptTimeout)
 	start := d.now()
 	var err, claimErr error
+	status := 0 // what the destination answered, when it speaks HTTP
 	if d.needsClaim(hook.Source, r, len(hook.Body)) {
 		env.Claim, claimErr = d.claimRef(ctx, db, c.Seq, &env)
 	}
 	if claimErr == nil {
-		err = sinks.SafeDeliver(ctx, r.sink, &env)
+		status, err = sinks.SafeDeliverAnswered(ctx, r.sink, &env)
 	} else {
 		// Inventory D.5: a failed check-in fails the attempt; the row is retried like any other, never buried
 		// at once (its error carries no class, so Classify calls it transient).
@@ -67,6 +68,9 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 
 	c.Last = store.Attempt{Number: attempts, StartedAt: start.UnixMilli(),
 		LatencyUS: uint32(min(max(took.Microseconds(), 0), math.MaxUint32)), Class: store.AttemptOK}
+	if status > 0 && status <= math.MaxUint16 {
+		c.Last.Status = uint16(status)
+	}
 
 	var o outcome
 	switch {
@@ -79,7 +83,7 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 			reason = fmt.Sprintf("{claim_check, %s, %s}", r.typ, claimErr.Error())
 		}
 		c.Last.Class, c.Last.Error = store.AttemptTransient, reason
-		if se := (*httpsink.StatusError)(nil); errors.As(err, &se) && se.Code > 0 && se.Code <= math.MaxUint16 {
+		if se := (*httpsink.StatusError)(nil); c.Last.Status == 0 && errors.As(err, &se) && se.Code > 0 && se.Code <= math.MaxUint16 {
 			c.Last.Status = uint16(se.Code)
 		}
 		if timedOut {

@@ -167,7 +167,7 @@ func (x *eraser) run(p store.EraseProgress) error {
 			if err != nil {
 				return fmt.Errorf("remove the rows: %w", err)
 			}
-			log.Info().Int("hooks", n.Hooks).Int("deliveries", n.Deliveries).Int("obligations", n.Obligations).
+			log.Info().Int("hooks", n.Hooks).Int("deliveries", n.Deliveries).Int("delivered", n.Delivered).Int("obligations", n.Obligations).
 				Int("claim_markers", n.ClaimMarkers).Int("dedupe_keys", n.DedupeKeys).Int("pen_entries", n.PenEntries).
 				Int("sources", n.Sources).Int("routes", n.Routes).Msg("tenant erase: rows removed")
 			if n.Sources > 0 && x.i.sources != nil {

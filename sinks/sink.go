@@ -25,6 +25,13 @@ type InlineLimiter interface {
 	InlineMaxBytes() int
 }
 
+// Answerer is implemented by a sink whose destination answers each hook with a status code (HTTP):
+// DeliverAnswered is Deliver that also returns the code the destination answered, 0 when none was read (the
+// connection failed first). Dispatch records the code with the attempt, a 2xx as much as a refusal.
+type Answerer interface {
+	DeliverAnswered(ctx context.Context, e *Envelope) (status int, err error)
+}
+
 // ClaimCheckIn checks e's body in with the claim check (inventory D.5) and returns its claim ref. The same hook
 // must get the same ref each time (its pack id follows from the hook), so a check-in repeated after a crash
 // overwrites its pack instead of adding another.
@@ -40,6 +47,20 @@ func ClaimThreshold(ss []Sink) (limit int, ok bool) {
 		}
 	}
 	return limit, ok
+}
+
+// SafeDeliverAnswered is SafeDeliver through s.DeliverAnswered when s is an Answerer; else the status is 0.
+func SafeDeliverAnswered(ctx context.Context, s Sink, e *Envelope) (status int, err error) {
+	a, ok := s.(Answerer)
+	if !ok {
+		return 0, SafeDeliver(ctx, s, e)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			status, err = 0, &panicError{val: r}
+		}
+	}()
+	return a.DeliverAnswered(ctx, e)
 }
 
 // SafeDeliver calls s.Deliver and turns a panic inside the sink into a Transient error matching ErrPanicked, so

@@ -370,7 +370,7 @@ func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
 	if sc.held, err = db.seqsWithKeysLocked(sc.held[:0], cfIndex, AppendArchiveKey(nil, lo), AppendArchiveKey(nil, hi+1), 1); err != nil {
 		return 0, err
 	}
-	if sc.rows, err = db.seqsWithKeysLocked(sc.rows[:0], cfDeliveries, AppendHookKey(nil, lo), AppendHookKey(nil, hi+1), 0); err != nil {
+	if err := db.deliveriesInLocked(sc, lo, hi); err != nil {
 		return 0, err
 	}
 	if sc.claims, err = db.seqsWithKeysLocked(sc.claims[:0], cfIndex, AppendClaimKey(nil, lo), AppendClaimKey(nil, hi+1), 1); err != nil {
@@ -412,6 +412,7 @@ func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
 	}
 	db.ed.archive -= int64(len(sc.cleared))
 	db.deleteSeqRunsLocked(wb, db.cfs[cfHooks], sc.hooks, AppendHookKey)
+	db.deleteRecordsLocked(wb, sc.hooks, sc.records)
 	// The claim markers go with their hooks (both lists sorted).
 	claims, hooks := sc.claims, sc.hooks
 	for _, seq := range claims {
@@ -457,10 +458,70 @@ func (db *DB) deleteSeqRunsLocked(wb *grocksdb.WriteBatch, cf *grocksdb.ColumnFa
 	}
 }
 
+// deleteRecordsLocked adds to wb the deletion of the delivered records of the hooks seqs (sorted), which hold
+// no delivery row: the records of a run of consecutive seqs as one range deletion over the run's keys of the
+// deliveries CF (nothing but records is left there) when they are minDeleteRun or more, else one by one.
+// records are the delivered records of the range scanned (deliveriesInLocked), in key order.
+func (db *DB) deleteRecordsLocked(wb *grocksdb.WriteBatch, seqs []uint64, records []DeliveryKey) {
+	dels := db.cfs[cfDeliveries]
+	for i := 0; i < len(seqs) && len(records) > 0; {
+		j := i + 1
+		for j < len(seqs) && seqs[j] == seqs[j-1]+1 {
+			j++
+		}
+		first, last := seqs[i], seqs[j-1]
+		for len(records) > 0 && records[0].Seq < first {
+			records = records[1:]
+		}
+		n := 0
+		for n < len(records) && records[n].Seq <= last {
+			n++
+		}
+		if n >= minDeleteRun {
+			wb.DeleteRangeCF(dels, AppendHookKey(db.okey[:0], first), AppendHookKey(db.oval[:0], last+1))
+		} else {
+			for _, k := range records[:n] {
+				wb.DeleteCF(dels, k.AppendDelivered(db.okey[:0]))
+			}
+		}
+		records = records[n:]
+		i = j
+	}
+}
+
+// deliveriesInLocked fills sc.rows with the seqs in [lo, hi] holding a delivery row and sc.records with the
+// delivered records there, in key order: one scan of the deliveries CF under cmu.
+func (db *DB) deliveriesInLocked(sc *clearScratch, lo, hi uint64) error {
+	sc.rows, sc.records = sc.rows[:0], sc.records[:0]
+	db.wroUpper = AppendHookKey(db.wroUpper[:0], hi+1)
+	db.wro.SetIterateUpperBound(db.wroUpper)
+	it := db.rdb.NewIteratorCF(db.wro, db.cfs[cfDeliveries])
+	defer it.Close()
+	for it.Seek(AppendHookKey(nil, lo)); it.Valid(); it.Next() {
+		k := it.Key().Data()
+		if dk, err := ParseDeliveredKey(k); err == nil {
+			sc.records = append(sc.records, dk)
+			continue
+		}
+		// Anything else under a seq holds its hook, as a row does (an unparsable key is not known to be none).
+		if len(k) < HookKeyLen {
+			return fmt.Errorf("%s key %x: %w", cfNames[cfDeliveries], k, ErrBadKey)
+		}
+		if seq := binary.BigEndian.Uint64(k); len(sc.rows) == 0 || sc.rows[len(sc.rows)-1] != seq {
+			sc.rows = append(sc.rows, seq)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("cannot scan %s: %w", cfNames[cfDeliveries], err)
+	}
+	return nil
+}
+
 // clearScratch is clearObligations' reused scratch (under cmu).
 type clearScratch struct {
-	held, rows, claims []uint64 // seqs holding an obligation, a delivery row, a claim marker
-	cleared, hooks     []uint64 // the obligations the batch deletes, the hooks it deletes
+	held, rows, claims []uint64      // seqs holding an obligation, a delivery row, a claim marker
+	cleared, hooks     []uint64      // the obligations the batch deletes, the hooks it deletes
+	records            []DeliveryKey // the delivered records in the range
 }
 
 // putCatalogue writes e's row, its ids and one 'I' key per hook in one batch, not synced: it is ordered before

@@ -880,11 +880,14 @@ func (db *DB) ForEachHook(fn func(seq uint64, h *Hook) error) error {
 	})
 }
 
-// ForEachDelivery calls fn for every delivery row in (seq, sink) order, stopping at the first error. fn must not
-// call Close.
+// ForEachDelivery calls fn for every delivery row in (seq, sink) order (not the delivered records), stopping at
+// the first error. fn must not call Close.
 func (db *DB) ForEachDelivery(fn func(seq uint64, r DeliveryRow) error) error {
 	return db.read(func() error {
 		return db.scan(cfDeliveries, nil, func(k, v []byte) error {
+			if _, err := ParseDeliveredKey(k); err == nil {
+				return nil
+			}
 			key, err := ParseDeliveryKey(k)
 			if err != nil {
 				return err
@@ -894,6 +897,24 @@ func (db *DB) ForEachDelivery(fn func(seq uint64, r DeliveryRow) error) error {
 				return fmt.Errorf("delivery %d/%d: %w", key.Seq, key.Sink, err)
 			}
 			return fn(key.Seq, r)
+		})
+	})
+}
+
+// ForEachDelivered calls fn for every delivered record in (seq, sink) order, stopping at the first error. fn
+// must not call Close.
+func (db *DB) ForEachDelivered(fn func(seq uint64, d Delivered) error) error {
+	return db.read(func() error {
+		return db.scan(cfDeliveries, nil, func(k, v []byte) error {
+			key, err := ParseDeliveredKey(k)
+			if err != nil {
+				return nil // a delivery row
+			}
+			d, err := DecodeDelivered(key.Sink, v)
+			if err != nil {
+				return fmt.Errorf("delivered record %d/%d: %w", key.Seq, key.Sink, err)
+			}
+			return fn(key.Seq, d)
 		})
 	})
 }

@@ -116,7 +116,13 @@ func AppendDeliveryRow(dst []byte, r *DeliveryRow) []byte {
 	dst = appendStr(dst, r.DeadReason)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.DeadAt))
 	dst = appendStr(dst, r.ReplayID)
-	h := r.History[max(0, len(r.History)-MaxHistory):]
+	return appendHistory(dst, r.History)
+}
+
+// appendHistory appends count:8 and the last MaxHistory attempts of h, oldest first (delivery rows and
+// delivered records share it).
+func appendHistory(dst []byte, h []Attempt) []byte {
+	h = h[max(0, len(h)-MaxHistory):]
 	dst = append(dst, uint8(len(h)))
 	for i := range h {
 		a := &h[i]
@@ -128,6 +134,29 @@ func AppendDeliveryRow(dst []byte, r *DeliveryRow) []byte {
 		dst = appendStr(dst, a.Error)
 	}
 	return dst
+}
+
+// history reads what appendHistory wrote; equal consecutive errors (and errors equal to prev) share one string.
+func (d *decoder) history(prev string) []Attempt {
+	n := int(d.byte())
+	if d.err == nil && n > MaxHistory {
+		d.fail("attempt history length")
+	}
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	h := make([]Attempt, n)
+	for i := range h {
+		a := &h[i]
+		a.Number = d.uint32()
+		a.StartedAt = int64(d.uint64())
+		a.LatencyUS = d.uint32()
+		a.Class = d.byte()
+		a.Status = d.uint16()
+		a.Error = d.strLike(prev)
+		prev = a.Error
+	}
+	return h
 }
 
 // DecodeDeliveryRow decodes a delivery row of version 1, 2 or 3; the result shares no memory with b. It never
@@ -155,30 +184,67 @@ func DecodeDeliveryRow(b []byte) (DeliveryRow, error) {
 		r.ReplayID = d.str()
 	}
 	if v >= deliveryVersion {
-		n := int(d.byte())
-		if d.err == nil && n > MaxHistory {
-			d.fail("attempt history length")
-		}
-		if d.err == nil && n > 0 {
-			prev := r.LastError // a retrying row's attempts mostly fail alike: equal errors share one string
-			r.History = make([]Attempt, n)
-			for i := range r.History {
-				a := &r.History[i]
-				a.Number = d.uint32()
-				a.StartedAt = int64(d.uint64())
-				a.LatencyUS = d.uint32()
-				a.Class = d.byte()
-				a.Status = d.uint16()
-				a.Error = d.strLike(prev)
-				prev = a.Error
-			}
-		}
+		r.History = d.history(r.LastError) // a retrying row's attempts mostly fail alike: equal errors share one string
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
 		return DeliveryRow{}, fmt.Errorf("cannot decode delivery row: %w", d.err)
+	}
+	return r, nil
+}
+
+// Delivered is what the store keeps of a delivery once it is delivered (deliveries CF, key
+// DeliveryKey.AppendDelivered): its delivery row is deleted by the outcome that writes it, in the same batch,
+// and the record lives as long as its hook is stored (the outcome that deletes the hook writes none, and
+// deletes the hook's others; the compactor and a tenant erase delete it with the hook). It is the row's
+// attempt history with the final attempt appended, so a delivered hook found by id shows how it got there.
+type Delivered struct {
+	SinkIndex uint16 // from the key
+	SinkType  string
+	Attempts  uint32 // every attempt made (History keeps the last MaxHistory), the final one included
+	ReplayID  string // the replay job that delivered it, if one did
+	History   []Attempt
+}
+
+// deliveredVersion is the first byte of every delivered record.
+const deliveredVersion = 1
+
+// Encoding, integers big-endian, strings uvarint length + bytes:
+//
+//	version 1: version:8 sink_type attempts:32 replay_id, then the history as in a version 3 delivery row
+//	           (count:8 and count attempts, oldest first)
+//
+// Errors are cut to MaxAttemptError bytes when they join a history (withAttempt), so a record holds at most
+// MaxHistory × (19 + MaxAttemptError + 2) bytes of attempts; a first-attempt success is about 30 bytes.
+
+// AppendDelivered appends the encoding of r to dst (the sink index is the key's).
+func AppendDelivered(dst []byte, r *Delivered) []byte {
+	dst = append(dst, deliveredVersion)
+	dst = appendStr(dst, r.SinkType)
+	dst = binary.BigEndian.AppendUint32(dst, r.Attempts)
+	dst = appendStr(dst, r.ReplayID)
+	return appendHistory(dst, r.History)
+}
+
+// DecodeDelivered decodes a delivered record of sink (its key's); the result shares no memory with b. It never
+// panics.
+func DecodeDelivered(sink uint16, b []byte) (Delivered, error) {
+	r := Delivered{SinkIndex: sink}
+	d := decoder{b: b}
+	if v := d.byte(); d.err == nil && v != deliveredVersion {
+		return Delivered{}, fmt.Errorf("delivered record version %d: %w", v, ErrCorruptValue)
+	}
+	r.SinkType = d.str()
+	r.Attempts = d.uint32()
+	r.ReplayID = d.str()
+	r.History = d.history("")
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return Delivered{}, fmt.Errorf("cannot decode delivered record: %w", d.err)
 	}
 	return r, nil
 }

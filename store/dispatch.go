@@ -668,10 +668,11 @@ func (db *DB) existsCF(cf int, key []byte) (bool, error) {
 }
 
 // otherDeliveryLocked tells whether hook seq has a delivery row besides the one of sink (under cmu), not
-// counting the rows the outcome group being built deletes. It walks the group's one iterator (created at the
-// group's first call, closed by settleGroupLocked): creating an iterator costs more than a seek, and under
-// cmu no write lands between the group's operations, so one snapshot serves them all. After a hook's rows the
-// iterator stands at the next hook's, where the next outcome of a group in claim order looks.
+// counting the rows the outcome group being built deletes; the delivered records it passes go to q.found
+// (all of the hook's when it answers false). It walks the group's one iterator (created at the group's first
+// call, closed by settleGroupLocked): creating an iterator costs more than a seek, and under cmu no write
+// lands between the group's operations, so one snapshot serves them all. After a hook's rows the iterator
+// stands at the next hook's, where the next outcome of a group in claim order looks.
 func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 	q := &db.oq
 	if q.rows.it == nil {
@@ -679,11 +680,18 @@ func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 	}
 	c := &q.rows
 	other := false
+	q.found = q.found[:0]
 	c.key = AppendHookKey(c.key[:0], seq)
 	for ok := c.ge(c.key); ok; ok = c.it.Valid() {
 		kb := c.it.Key().Data()
 		if len(kb) < HookKeyLen || binary.BigEndian.Uint64(kb) != seq {
 			break // past the hook's rows
+		}
+		if k, err := ParseDeliveredKey(kb); err == nil {
+			q.found = append(q.found, k) // a sink delivered before: no row, its record
+			c.it.Next()
+			c.moved()
+			continue
 		}
 		k, err := ParseDeliveryKey(kb)
 		if err == nil {

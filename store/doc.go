@@ -25,7 +25,9 @@
 //     ActiveTenants read that image, never the index, so the gauges and the scheduler's tenant list cost the
 //     same at a thousand rows as at a million.
 //  8. A hook is deleted with its last delivery row when no archive obligation holds it; dead rows keep it. Its
-//     claim marker (claims.go), if any, is deleted in the same batch.
+//     claim marker (claims.go), if any, is deleted in the same batch, and so are its delivered records: a
+//     delivered record (delivery.go) exists only while its hook does, written by the batch that deletes its
+//     row and deleted by whichever batch deletes the hook (an outcome, the compactor's clearing, an erase).
 //  9. The dedupe index (dedupe.go) holds at most one key per (tenant, source, provider event key), written in
 //     the synced batch of the hook that first used it; CommitHooks decides every record's dedupe in that batch,
 //     so the first occurrence of a key wins and a hook is never stored without its key. Its counts (per tenant,

@@ -97,13 +97,13 @@ func EraseOps(tenant string, at int64) []AuditOp {
 
 // Erased is what EraseTenantRows removed.
 type Erased struct {
-	Hooks, Deliveries, Obligations, ClaimMarkers, DedupeKeys, PenEntries, Sources, Routes int
+	Hooks, Deliveries, Delivered, Obligations, ClaimMarkers, DedupeKeys, PenEntries, Sources, Routes int
 	// ClaimRefs are the claim-check refs of the removed hooks (their objects live in the claim store).
 	ClaimRefs []string
 }
 
 // EraseTenantRows removes, in one synced batch, every row of tenant in the store: its hooks with their delivery
-// rows, due, inflight and dead keys, archive obligations and claim markers, its dedupe keys (and their expiry
+// rows and delivered records, due, inflight and dead keys, archive obligations and claim markers, its dedupe keys (and their expiry
 // keys and counts), its quarantine entries, its API-managed sources (persistent source store) and routes; its counters
 // and ordinal are deleted. It holds every writer's lock (commits,
 // dispatch outcomes, the pen), so no write interleaves, and reloads the in-memory counters from the batch's
@@ -146,9 +146,14 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 		seq := binary.BigEndian.Uint64(k)
 		wb.DeleteCF(hooks, bytes.Clone(k))
 		x.Hooks++
+		// Its delivery rows and the records of its delivered sinks: every key under its seq.
 		if err := db.scan(cfDeliveries, AppendHookKey(nil, seq), func(dk, _ []byte) error {
 			wb.DeleteCF(dels, bytes.Clone(dk))
-			x.Deliveries++
+			if _, err := ParseDeliveredKey(dk); err == nil {
+				x.Delivered++
+			} else {
+				x.Deliveries++
+			}
 			return nil
 		}); err != nil {
 			return err

@@ -16,6 +16,8 @@ import (
 //	             m:quarantine_bytes, m:quarantine_count → uint64 (quarantine.go)
 //	hooks CF     seq:64 → hook value (hook.go)
 //	deliveries   seq:64, sink:16 → delivery row (delivery.go)
+//	             seq:64, sink:16, 'D' → delivered record: a delivered sink's attempts, kept while its hook is
+//	             stored (delivery.go; written by the outcome that deletes the row, deleted with the hook)
 //	index CF     'd', ord:32, at_ms:64, seq:64, sink:16 → size:32             (due: pending, retry, parked)
 //	             'f', ord:32, seq:64, sink:16 → size:32, due_at:64            (inflight: claimed)
 //	             'x', ord:32, dead_at:64, seq:64, sink:16 → size:32           (dead: the DLQ)
@@ -100,6 +102,26 @@ type DeliveryKey struct {
 func (k DeliveryKey) Append(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, k.Seq)
 	return binary.BigEndian.AppendUint16(dst, k.Sink)
+}
+
+// A delivered record's key is its delivery row's key and deliveredMark, so it sorts right after that row's,
+// and a hook's rows and records are one range of the deliveries CF.
+const (
+	deliveredMark   byte = 'D'
+	DeliveredKeyLen      = DeliveryKeyLen + 1
+)
+
+// AppendDelivered appends the deliveries CF key of the delivered record of k's delivery.
+func (k DeliveryKey) AppendDelivered(dst []byte) []byte {
+	return append(k.Append(dst), deliveredMark)
+}
+
+// ParseDeliveredKey decodes a delivered record's key.
+func ParseDeliveredKey(b []byte) (DeliveryKey, error) {
+	if len(b) != DeliveredKeyLen || b[DeliveryKeyLen] != deliveredMark {
+		return DeliveryKey{}, fmt.Errorf("delivered record key %x: %w", b, ErrBadKey)
+	}
+	return DeliveryKey{Seq: binary.BigEndian.Uint64(b), Sink: binary.BigEndian.Uint16(b[8:])}, nil
 }
 
 // ParseDeliveryKey decodes a deliveries CF key.

@@ -14,12 +14,14 @@ const (
 	lookupAfter  = int64(60_000)
 )
 
-// HookRecord is one stored hook found by id with the delivery rows it still has (a delivered row is deleted, so
-// a sink without a row here was delivered, or the hook was stored without it).
+// HookRecord is one stored hook found by id with the delivery rows it still has and the records of the sinks it
+// was delivered to (a delivered row is deleted and its record written in its place; a sink with neither was
+// delivered before the records existed, or the hook was stored without it).
 type HookRecord struct {
-	Seq  uint64
-	Hook Hook
-	Rows []DeliveryRow
+	Seq       uint64
+	Hook      Hook
+	Rows      []DeliveryRow
+	Delivered []Delivered
 }
 
 // FindHook finds the stored hook with id (ErrNotFound when the hooks CF holds none). The id is a UUIDv7 whose
@@ -93,6 +95,14 @@ func (db *DB) FindHook(id [16]byte) (HookRecord, error) {
 		rit, rdone := db.boundedIter(cfDeliveries, AppendHookKey(nil, rec.Seq), AppendHookKey(nil, rec.Seq+1))
 		defer rdone()
 		for rit.SeekToFirst(); rit.Valid(); rit.Next() {
+			if k, err := ParseDeliveredKey(rit.Key().Data()); err == nil {
+				d, err := DecodeDelivered(k.Sink, rit.Value().Data())
+				if err != nil {
+					return fmt.Errorf("delivered record %d/%d: %w", k.Seq, k.Sink, err)
+				}
+				rec.Delivered = append(rec.Delivered, d)
+				continue
+			}
 			row, err := DecodeDeliveryRow(rit.Value().Data())
 			if err != nil {
 				return fmt.Errorf("delivery row of hook %d: %w", rec.Seq, err)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 
@@ -35,6 +36,12 @@ type outcomeOp struct {
 	turn chan bool
 }
 
+// recordedOp is a delivered record an outcome group writes: its key, and its value at recBuf[off:end].
+type recordedOp struct {
+	key      DeliveryKey
+	off, end int
+}
+
 // outcomeQueue holds the outcomes waiting for a group. mu guards queue, spare and leading and is a leaf: it
 // is taken alone or under cmu, and nothing is taken under it.
 type outcomeQueue struct {
@@ -51,6 +58,14 @@ type outcomeQueue struct {
 	// rows walks the group's iterator over the deliveries CF (otherDeliveryLocked); its iterator is nil until
 	// the group needs it. A group's outcomes mostly come in claim order, so their rows mostly follow each other.
 	rows cursor
+	// recorded are the delivered records of the group (their values in recBuf), put when the group's batch is
+	// complete unless an outcome of the group deleted their hook (gone); found are the stored records of the
+	// hook otherDeliveryLocked last walked (every one of them when it found no other row), which the outcome
+	// that deletes the hook deletes.
+	recorded []recordedOp
+	recBuf   []byte
+	gone     map[uint64]struct{}
+	found    []DeliveryKey
 }
 
 func (q *outcomeQueue) get(kind outcomeKind, c *Claimed) *outcomeOp {
@@ -131,9 +146,12 @@ func (db *DB) settleGroupLocked(group []*outcomeOp) {
 	if q.settled == nil {
 		q.settled = make(map[InflightKey]struct{})
 		q.deleted = make(map[DeliveryKey]struct{})
+		q.gone = make(map[uint64]struct{})
 	}
 	clear(q.settled)
 	clear(q.deleted)
+	clear(q.gone)
+	q.recorded, q.recBuf = q.recorded[:0], q.recBuf[:0]
 	defer func() {
 		if q.rows.it != nil {
 			q.rows.it.Close()
@@ -152,6 +170,13 @@ func (db *DB) settleGroupLocked(group []*outcomeOp) {
 	}
 	if n == 0 {
 		return
+	}
+	dels := db.cfs[cfDeliveries]
+	for _, r := range q.recorded {
+		if _, gone := q.gone[r.key.Seq]; !gone {
+			db.okey = r.key.AppendDelivered(db.okey[:0])
+			wb.PutCF(dels, db.okey, q.recBuf[r.off:r.end])
+		}
 	}
 	db.putCountersLocked(wb)
 	if err := db.rdb.Write(db.woAsync, wb); err != nil {
@@ -210,14 +235,27 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 	e.counts.inflight--
 	switch op.kind {
 	case outcomeComplete:
+		dels := db.cfs[cfDeliveries]
 		dk := DeliveryKey{Seq: c.Seq, Sink: c.Sink}
 		db.okey = dk.Append(db.okey[:0])
-		wb.DeleteCF(db.cfs[cfDeliveries], db.okey)
+		wb.DeleteCF(dels, db.okey)
 		q.deleted[dk] = struct{}{}
 		if deleteHook {
 			wb.DeleteCF(db.cfs[cfHooks], AppendHookKey(db.okey[:0], c.Seq))
 			wb.DeleteCF(index, AppendClaimKey(db.okey[:0], c.Seq)) // the marker goes with its hook
+			// And so do the records of its sinks delivered before (nobody can find them without it): those
+			// stored, and those of this group, which are not written.
+			for _, k := range q.found {
+				wb.DeleteCF(dels, k.AppendDelivered(db.okey[:0]))
+			}
+			q.gone[c.Seq] = struct{}{}
+			break
 		}
+		// The hook stays (an archive obligation or another sink holds it): its page shows how this sink got
+		// its hook. One more put in the batch the row's deletion is in, no read; put when the group is built.
+		off := len(q.recBuf)
+		q.recBuf = appendDeliveredOf(q.recBuf, c)
+		q.recorded = append(q.recorded, recordedOp{key: dk, off: off, end: len(q.recBuf)})
 	case outcomeReschedule:
 		row := c.Row
 		row.State, row.Attempts, row.DueAt, row.LastError = StateScheduled, op.attempts, op.at, op.text
@@ -244,4 +282,25 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 		e.counts.dead++
 	}
 	return nil
+}
+
+// appendDeliveredOf appends the delivered record of c: its row's history with the final attempt c.Last (when
+// dispatch set one) appended, built on the stack rather than through withAttempt's new slice.
+func appendDeliveredOf(dst []byte, c *Claimed) []byte {
+	r := &c.Row
+	var buf [MaxHistory]Attempt
+	h := r.History
+	attempts := r.Attempts
+	if c.Last.Number != 0 {
+		h = append(buf[:0], h[max(0, len(h)-(MaxHistory-1)):]...)
+		last := c.Last
+		last.Error = cutError(last.Error)
+		h = append(h, last)
+		attempts = max(attempts+1, last.Number)
+	}
+	dst = append(dst, deliveredVersion)
+	dst = appendStr(dst, r.SinkType)
+	dst = binary.BigEndian.AppendUint32(dst, attempts)
+	dst = appendStr(dst, r.ReplayID)
+	return appendHistory(dst, h)
 }

@@ -210,10 +210,26 @@ func TestConsoleInBrowser(t *testing.T) {
 		if att := text(t, tab, "#attempts tbody"); !strings.Contains(att, "delivered") || !strings.Contains(att, "http") {
 			t.Fatalf("deliveries: %q", att)
 		}
-		// A delivered row is deleted with its history: the page says so rather than showing nothing.
-		if h := text(t, tab, "#attempt-history tbody"); !strings.Contains(h, "No attempt recorded") {
-			t.Fatalf("attempts of a delivered hook: %q", h)
+		// The delivered sink's attempt, kept by its delivered record: the 200 the recorder answered, its latency,
+		// and that the delivery ended delivered.
+		run(t, tab, "the delivered hook's attempts", chromedp.WaitVisible(chromedp.CSS("#attempt-history tbody tr")),
+			shot(dir, "hook-delivered-attempts"))
+		rows := get(t, tab, "the attempt rows", chromedp.Evaluate[[]string](
+			`Array.from(document.querySelectorAll("#attempt-history tbody tr")).map(function(r){return r.innerText})`))
+		if len(rows) != 1 {
+			t.Fatalf("attempts of a delivered hook: %q, want one", rows)
 		}
+		cells := strings.Split(rows[0], "\t")
+		if len(cells) != 9 {
+			t.Fatalf("attempt row %q: %d cells, want 9", rows[0], len(cells))
+		}
+		sink, typ, delivery, number, started, took, outcome, status := cells[0], cells[1], cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]
+		if sink != "0" || typ != "http" || delivery != "delivered" || number != "1" || started == "" || outcome != "ok" ||
+			!strings.HasPrefix(status, "2") || len(status) != 3 || !(strings.HasSuffix(took, " µs") || strings.HasSuffix(took, " ms")) {
+			t.Fatalf("the delivered attempt %q: sink %q type %q delivery %q number %q started %q latency %q outcome %q status %q",
+				rows[0], sink, typ, delivery, number, started, took, outcome, status)
+		}
+		t.Logf("delivered hook %s, its attempt: %q", id, rows[0])
 		if body := text(t, tab, "#body"); !strings.Contains(body, "\"delivered\": \"yes\"") {
 			t.Fatalf("body not pretty-printed: %q", body)
 		}
@@ -301,6 +317,15 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		poll.True(t, 15*time.Second, "the replayed hook at the recorder", func() bool { return rc.got(`"replayed":"from the console"`) })
 		poll.True(t, 10*time.Second, "the DLQ to empty", func() bool { return inst.Store().Counts().Dead == 0 })
+		// Its page now tells the whole story: the refused attempt, then the replay's delivery.
+		run(t, tab, "the replayed hook's attempts",
+			chromedp.Navigate(base+"/console/hooks?id="+deadID),
+			chromedp.WaitVisible(chromedp.ID("attempt-history")),
+			shot(dir, "hook-replayed"))
+		if h := text(t, tab, "#attempt-history tbody"); !strings.Contains(h, "422") || !strings.Contains(h, "200") ||
+			!strings.Contains(h, "delivered") || strings.Contains(h, "dead-lettered") {
+			t.Fatalf("the replayed hook's attempts: %q", h)
+		}
 		run(t, tab, "the audit log", chromedp.Navigate(base+"/console/audit"), chromedp.WaitVisible(chromedp.ID("audit")),
 			shot(dir, "audit"))
 		if a := text(t, tab, "#audit tbody"); !strings.Contains(a, "replay.create") || !strings.Contains(a, "ops") {

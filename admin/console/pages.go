@@ -111,14 +111,16 @@ type sinkState struct {
 	Index              int
 	Type, State, Error string
 	Attempts           uint32
-	DueAt, DeadAt      int64
+	DueAt, EndedAt     int64 // EndedAt: when it was dead-lettered, or delivered (from its record)
 	ReplayID           string
 }
 
-// attemptView is one delivery attempt on the hook page.
+// attemptView is one delivery attempt on the hook page, with the state its delivery is in now (delivered,
+// dead-lettered, retrying, ...).
 type attemptView struct {
 	Sink            int
 	Type            string
+	Delivery        string
 	Number          int64
 	StartedAt       int64
 	Latency         string
@@ -126,12 +128,18 @@ type attemptView struct {
 	Error           string
 }
 
-// attemptViews is every attempt the hook's delivery rows remember, sink by sink, oldest first.
-func attemptViews(rows []map[string]any) []attemptView {
+// attemptViews is every attempt the hook's deliveries remember (the rows of those waiting or dead, the records
+// of those delivered), sink by sink, oldest first; states are the sinks' (sinkStates).
+func attemptViews(rows []map[string]any, states []sinkState) []attemptView {
 	var out []attemptView
 	for _, row := range rows {
+		i := int(num(row["sink_index"]))
+		delivery := "unknown"
+		if i >= 0 && i < len(states) {
+			delivery = states[i].State
+		}
 		for _, a := range list(row["history"]) {
-			v := attemptView{Sink: int(num(row["sink_index"])), Type: str(row["sink_type"]), Number: num(a["attempt"]),
+			v := attemptView{Sink: i, Type: str(row["sink_type"]), Delivery: delivery, Number: num(a["attempt"]),
 				StartedAt: num(a["started_at"]), Latency: latency(num(a["latency_us"])),
 				Outcome: cmpOr(str(a["outcome"]), "unknown"), Error: str(a["error"])}
 			if code := num(a["status_code"]); code != 0 {
@@ -193,8 +201,9 @@ func (c *Console) hook(w http.ResponseWriter, r *http.Request, s *session) {
 	d["Headers"] = hs
 	d["Body"], d["Pretty"], d["Truncated"], d["Binary"] = bodyView(body, str(h["content_type"]))
 	if h["where"] == "live" {
-		d["Sinks"] = sinkStates(c.api.Config(), str(h["source_id"]), list(h["deliveries"]))
-		d["Attempts"] = attemptViews(list(h["deliveries"]))
+		states := sinkStates(c.api.Config(), str(h["source_id"]), list(h["deliveries"]))
+		d["Sinks"] = states
+		d["Attempts"] = attemptViews(list(h["deliveries"]), states)
 	}
 	v.Data = d
 	c.render(w, r, http.StatusOK, "hook", s, v)
@@ -241,7 +250,8 @@ func bodyView(b []byte, contentType string) (text string, pretty, truncated, bin
 }
 
 // sinkStates is each sink of the hook's source with the state of its delivery: a row still held tells it
-// (pending, retrying, dead-lettered); a sink without one was delivered.
+// (pending, retrying, dead-lettered), a delivered record that it was delivered and when; a sink with neither
+// was delivered before the store kept records.
 func sinkStates(cfg *config.Config, source string, rows []map[string]any) []sinkState {
 	n := len(cfg.Sources[source].Sinks)
 	for _, row := range rows {
@@ -268,7 +278,9 @@ func sinkStates(cfg *config.Config, source string, rows []map[string]any) []sink
 		case "scheduled":
 			st.State, st.DueAt = "retrying", num(row["due_at"])
 		case "dead":
-			st.State, st.DeadAt, st.Error = "dead-lettered", num(row["dead_at"]), cmpOr(str(row["dead_reason"]), st.Error)
+			st.State, st.EndedAt, st.Error = "dead-lettered", num(row["dead_at"]), cmpOr(str(row["dead_reason"]), st.Error)
+		case "delivered":
+			st.State, st.EndedAt = "delivered", num(row["delivered_at"])
 		default:
 			st.State = cmpOr(str(row["state"]), "unknown")
 		}

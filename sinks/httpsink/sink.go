@@ -88,11 +88,17 @@ func (s *sink) Close() error {
 }
 
 func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
+	_, err := s.DeliverAnswered(ctx, e)
+	return err
+}
+
+// DeliverAnswered is Deliver that also returns the status the destination answered (sinks.Answerer).
+func (s *sink) DeliverAnswered(ctx context.Context, e *sinks.Envelope) (int, error) {
 	if s.closed.Load() {
-		return sinks.ErrClosed
+		return 0, sinks.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("httpsink: cannot deliver to %s: %w", s.target, err)
+		return 0, fmt.Errorf("httpsink: cannot deliver to %s: %w", s.target, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -102,11 +108,11 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 		fasthttp.ReleaseResponse(resp)
 	}()
 	if err := s.request(req, e); err != nil {
-		return err
+		return 0, err
 	}
 	err := s.roundTrip(ctx, req, resp)
 	if err == nil {
-		return s.answer(resp)
+		return resp.StatusCode(), s.answer(resp)
 	}
 	var ne net.Error
 	switch {
@@ -115,7 +121,7 @@ func (s *sink) Deliver(ctx context.Context, e *sinks.Envelope) error {
 	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout():
 		err = context.DeadlineExceeded // the connection's deadline, which is the context's, fired first
 	}
-	return fmt.Errorf("httpsink: cannot deliver to %s: %w", s.target, err)
+	return 0, fmt.Errorf("httpsink: cannot deliver to %s: %w", s.target, err)
 }
 
 // roundTrip sends req and reads the answer's header and up to max_response_bytes of its body into resp. A
