@@ -158,6 +158,11 @@ func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Sign
 	} else {
 		log.Info().Uint64("nofile_soft", soft).Uint64("nofile_hard", hard).Msg("open-files limit")
 	}
+	if n := mallocArenaMax(); n > 0 {
+		log.Info().Int("malloc_arena_max", n).Msg("malloc arenas limited (MALLOC_ARENA_MAX unset)")
+	} else {
+		log.Info().Str("MALLOC_ARENA_MAX", os.Getenv("MALLOC_ARENA_MAX")).Msg("malloc arenas as the environment sets them")
+	}
 	insts := make([]*instance.Instance, 0, len(cfgs))
 	for _, cfg := range cfgs {
 		// Each instance logs at its own level; New adds the instance field.
