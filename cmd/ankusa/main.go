@@ -198,6 +198,7 @@ func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Sign
 			}
 		})
 	}
+	watchers.Every(mallocTrimEvery, mallocTrim)
 	live := len(insts)
 	for {
 		select {

@@ -29,6 +29,17 @@ static int ankusa_get_arena_max(void) { return ankusa_arena_max; }
 */
 import "C"
 
+import "time"
+
+// mallocTrimEvery is how often serve hands the allocator's free pages back to the OS.
+const mallocTrimEvery = time.Minute
+
+// mallocTrim returns the free memory of every malloc arena to the OS (malloc_trim(0)):
+// glibc gives back only the free top of a heap, so memory RocksDB freed below a chunk
+// still in use (a compaction's buffers, read blocks evicted from the cache) would stay
+// resident for good.
+func mallocTrim() { C.malloc_trim(0) }
+
 // mallocArenaMax is the glibc arena limit the binary set at start (2), or 0 when
 // MALLOC_ARENA_MAX or GLIBC_TUNABLES chose it.
 func mallocArenaMax() int { return int(C.ankusa_get_arena_max()) }
