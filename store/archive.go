@@ -499,7 +499,7 @@ func (db *DB) deliveriesInLocked(sc *clearScratch, lo, hi uint64) error {
 	defer it.Close()
 	for it.Seek(AppendHookKey(nil, lo)); it.Valid(); it.Next() {
 		k := it.Key().Data()
-		if dk, err := ParseDeliveredKey(k); err == nil {
+		if dk, ok := deliveredKeyOf(k); ok {
 			sc.records = append(sc.records, dk)
 			continue
 		}

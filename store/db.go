@@ -885,7 +885,7 @@ func (db *DB) ForEachHook(fn func(seq uint64, h *Hook) error) error {
 func (db *DB) ForEachDelivery(fn func(seq uint64, r DeliveryRow) error) error {
 	return db.read(func() error {
 		return db.scan(cfDeliveries, nil, func(k, v []byte) error {
-			if _, err := ParseDeliveredKey(k); err == nil {
+			if _, ok := deliveredKeyOf(k); ok {
 				return nil
 			}
 			key, err := ParseDeliveryKey(k)
@@ -906,8 +906,8 @@ func (db *DB) ForEachDelivery(fn func(seq uint64, r DeliveryRow) error) error {
 func (db *DB) ForEachDelivered(fn func(seq uint64, d Delivered) error) error {
 	return db.read(func() error {
 		return db.scan(cfDeliveries, nil, func(k, v []byte) error {
-			key, err := ParseDeliveredKey(k)
-			if err != nil {
+			key, ok := deliveredKeyOf(k)
+			if !ok {
 				return nil // a delivery row
 			}
 			d, err := DecodeDelivered(key.Sink, v)

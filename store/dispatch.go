@@ -687,7 +687,7 @@ func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 		if len(kb) < HookKeyLen || binary.BigEndian.Uint64(kb) != seq {
 			break // past the hook's rows
 		}
-		if k, err := ParseDeliveredKey(kb); err == nil {
+		if k, ok := deliveredKeyOf(kb); ok {
 			q.found = append(q.found, k) // a sink delivered before: no row, its record
 			c.it.Next()
 			c.moved()

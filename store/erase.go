@@ -149,7 +149,7 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 		// Its delivery rows and the records of its delivered sinks: every key under its seq.
 		if err := db.scan(cfDeliveries, AppendHookKey(nil, seq), func(dk, _ []byte) error {
 			wb.DeleteCF(dels, bytes.Clone(dk))
-			if _, err := ParseDeliveredKey(dk); err == nil {
+			if _, ok := deliveredKeyOf(dk); ok {
 				x.Delivered++
 			} else {
 				x.Deliveries++

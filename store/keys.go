@@ -118,10 +118,20 @@ func (k DeliveryKey) AppendDelivered(dst []byte) []byte {
 
 // ParseDeliveredKey decodes a delivered record's key.
 func ParseDeliveredKey(b []byte) (DeliveryKey, error) {
-	if len(b) != DeliveredKeyLen || b[DeliveryKeyLen] != deliveredMark {
+	k, ok := deliveredKeyOf(b)
+	if !ok {
 		return DeliveryKey{}, fmt.Errorf("delivered record key %x: %w", b, ErrBadKey)
 	}
-	return DeliveryKey{Seq: binary.BigEndian.Uint64(b), Sink: binary.BigEndian.Uint16(b[8:])}, nil
+	return k, nil
+}
+
+// deliveredKeyOf decodes b when it is a delivered record's key: the walks over a hook's keys ask it of every
+// delivery row's key too, so a "no" costs no error value.
+func deliveredKeyOf(b []byte) (DeliveryKey, bool) {
+	if len(b) != DeliveredKeyLen || b[DeliveryKeyLen] != deliveredMark {
+		return DeliveryKey{}, false
+	}
+	return DeliveryKey{Seq: binary.BigEndian.Uint64(b), Sink: binary.BigEndian.Uint16(b[8:])}, true
 }
 
 // ParseDeliveryKey decodes a deliveries CF key.

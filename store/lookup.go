@@ -95,7 +95,7 @@ func (db *DB) FindHook(id [16]byte) (HookRecord, error) {
 		rit, rdone := db.boundedIter(cfDeliveries, AppendHookKey(nil, rec.Seq), AppendHookKey(nil, rec.Seq+1))
 		defer rdone()
 		for rit.SeekToFirst(); rit.Valid(); rit.Next() {
-			if k, err := ParseDeliveredKey(rit.Key().Data()); err == nil {
+			if k, ok := deliveredKeyOf(rit.Key().Data()); ok {
 				d, err := DecodeDelivered(k.Sink, rit.Value().Data())
 				if err != nil {
 					return fmt.Errorf("delivered record %d/%d: %w", k.Seq, k.Sink, err)

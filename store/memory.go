@@ -40,7 +40,7 @@ func (db *DB) Memory() Memory {
 // Estimates are RocksDB's estimates of the store's size (GET /v1/wal): cheap, not exact.
 type Estimates struct {
 	Hooks      uint64 // keys of the hooks column family (memtables and tables)
-	Deliveries uint64 // keys of the deliveries column family
+	Deliveries uint64 // keys of the deliveries column family (delivery rows and delivered records)
 	DiskBytes  uint64 // the table files of every column family, live or awaiting deletion
 }
 
