@@ -49,6 +49,7 @@ func (a *api) routes() []route {
 			a.d.Metrics.ServeHTTP(w, r)
 		}},
 		{"GET", "/v1/openapi.yaml", nil, a.openAPI},
+		{"GET", "/asyncapi.json", scopes(scopeConfigRead), a.asyncAPI},
 		{"GET", "/v1/config", scopes(scopeConfigRead), a.config},
 		{"GET", "/v1/wal", scopes(scopeConfigRead, scopeMetricsRead), a.wal},
 		{"GET", "/v1/dlq", scopes(scopeDLQRead), a.dlq},

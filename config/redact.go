@@ -210,3 +210,8 @@ func pathToken(seg string) bool {
 	}
 	return lower+upper+digit >= 2
 }
+
+// RedactedSink is the print-config view of one sink entry: the allow-listed option keys, URLs without
+// userinfo and query values, every other option "[REDACTED]". Whatever describes a sink to the outside (the
+// AsyncAPI document) reads it from here, never from the options themselves.
+func RedactedSink(s SinkSpec) map[string]any { return redactSink(s) }
