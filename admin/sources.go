@@ -13,10 +13,11 @@ import (
 
 // Source error codes (inventory A.5).
 const (
-	codeInvalidSource      = "invalid_source"         // 400: the spec is refused (problems name the keys)
-	codeSourceNotFound     = "source_not_found"       // 404
-	codeSourceExists       = "source_exists"          // 409: the source id is another tenant's
-	codeSourceStoreReadOnl = "source_store_read_only" // 409: a static store, or a source the file defines
+	codeInvalidSource       = "invalid_source"         // 400: the spec is refused (problems name the keys)
+	codeSourceNotFound      = "source_not_found"       // 404
+	codeSourceExists        = "source_exists"          // 409: the source id is another tenant's
+	codeSourceStoreReadOnl  = "source_store_read_only" // 409: a static store, or a source the file defines
+	codeSourceHasDeliveries = "source_has_deliveries"  // 409: rows still to deliver (body: pending, inflight)
 )
 
 // pathTenant reads {tenant}: 400 invalid_tenant when malformed, 403 when p may not see it.
@@ -60,7 +61,10 @@ func (a *api) sourceJSON(e sources.Entry) map[string]any {
 // sourceFailed answers a source store error.
 func (a *api) sourceFailed(w http.ResponseWriter, what string, err error) {
 	var cerr *config.Error
+	var busy *store.SourceHasDeliveriesError
 	switch {
+	case errors.As(err, &busy):
+		writeError(w, http.StatusConflict, codeSourceHasDeliveries, map[string]any{"pending": busy.Pending, "inflight": busy.Inflight})
 	case errors.As(err, &cerr):
 		problems := make([]map[string]any, 0, len(cerr.Problems))
 		for _, p := range cerr.Problems {
@@ -162,12 +166,22 @@ func (a *api) putSource(w http.ResponseWriter, r *http.Request, p *principal) {
 	writeJSON(w, status, out)
 }
 
+// deleteSource deletes tenant's source name: refused (409 source_has_deliveries) while it has delivery rows
+// waiting or in flight, unless ?deliveries=dead_letter, which dead-letters them ({source_gone, name}).
 func (a *api) deleteSource(w http.ResponseWriter, r *http.Request, p *principal) {
 	tenant, name, set, ok := a.sourceParams(w, r, p)
 	if !ok {
 		return
 	}
-	c := sources.Change{Audit: entry(w, r, p, "", "", tenant), Lifecycle: a.d.Lifecycle}
+	deadLetter := false
+	if v, given := r.URL.Query()["deliveries"]; given {
+		if len(v) != 1 || v[0] != "dead_letter" {
+			badParam(w, "deliveries")
+			return
+		}
+		deadLetter = true
+	}
+	c := sources.Change{Audit: entry(w, r, p, "", "", tenant), Lifecycle: a.d.Lifecycle, DeadLetter: deadLetter}
 	if _, err := set.Delete(c, tenant, name); err != nil {
 		a.sourceFailed(w, "delete source", err)
 		return

@@ -5,10 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/ankusa-go/ankusa/config"
+	"github.com/ankusa-go/ankusa/store"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // ingest posts one hook to the instance's ingest path and returns the status.
@@ -194,4 +199,159 @@ func TestNoSecretInAudit(t *testing.T) {
 		t.Fatal("GET /v1/audit shows the secret")
 	}
 	t.Logf("%d audit keys scanned (%d rows): no secret, no token", keys, rows)
+}
+
+// sourceRows reads every delivery row of source in the instance's store, by state.
+func sourceRows(t *testing.T, db *store.DB, source string) map[uint8]int {
+	t.Helper()
+	states := map[uint8]int{}
+	if err := db.ForEachKey(func(cf string, k, v []byte) error {
+		if cf != "deliveries" || len(k) != store.DeliveryKeyLen {
+			return nil
+		}
+		row, err := store.DecodeDeliveryRow(v)
+		if err != nil {
+			return err
+		}
+		if row.Source == source {
+			states[row.State]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return states
+}
+
+// dlqReasons lists the reasons of source's DLQ entries as GET /v1/dlq serves them.
+func dlqReasons(t *testing.T, base, source string) []string {
+	t.Helper()
+	a := call(t, "GET", base+"/v1/dlq?source_id="+source, opsToken, nil)
+	a.want(t, "dlq", http.StatusOK, "")
+	var out []string
+	for _, e := range a.body["entries"].([]any) {
+		out = append(out, e.(map[string]any)["reason"].(string))
+	}
+	return out
+}
+
+// Inventory A.5: a source whose rows are still queued is not deleted (409 source_has_deliveries with the
+// counts, no audit row); ?deliveries=dead_letter deletes it and buries its rows ({source_gone, id}) in the
+// DLQ, leaving no row waiting; any other value is 400; a source with no rows is deleted as before.
+func TestDeleteSourceWithQueuedDeliveries(t *testing.T) {
+	// An edge without dispatch: every accepted hook's row stays pending.
+	inst := startAdmin(t, "srcbusy", func(cfg *config.Config) { cfg.Node.Roles = []string{"edge"} })
+	base, in := "http://"+inst.AdminAddr(), inst.IngestAddr()
+	src := base + "/v1/tenants/acme/sources"
+	call(t, "PUT", src+"/gh", opsToken, json.RawMessage(logSpec)).want(t, "create gh", http.StatusCreated, "")
+	call(t, "PUT", src+"/idle", opsToken, json.RawMessage(logSpec)).want(t, "create idle", http.StatusCreated, "")
+	for range 3 {
+		if got := ingest(t, in, "/webhooks/gh"); got != http.StatusCreated {
+			t.Fatalf("ingest: %d", got)
+		}
+	}
+	// Another source of the same tenant: its row is not counted, nor buried.
+	if got := ingest(t, in, "/webhooks/sample"); got != http.StatusCreated {
+		t.Fatalf("ingest sample: %d", got)
+	}
+	before := len(auditRows(t, base, opsToken, "?subject=source:acme/gh"))
+
+	a := call(t, "DELETE", src+"/gh", opsToken, nil)
+	a.want(t, "delete with queued rows", http.StatusConflict, "source_has_deliveries")
+	if a.body["pending"] != 3.0 || a.body["inflight"] != 0.0 {
+		t.Fatalf("counts %v, want 3 pending, 0 in flight", a.body)
+	}
+	call(t, "GET", src+"/gh", opsToken, nil).want(t, "still there", http.StatusOK, "")
+	if n := len(auditRows(t, base, opsToken, "?subject=source:acme/gh")); n != before {
+		t.Fatalf("a refused delete wrote an audit row: %d rows, had %d", n, before)
+	}
+	for _, q := range []string{"deliveries=keep", "deliveries=", "deliveries=dead_letter&deliveries=dead_letter"} {
+		a := call(t, "DELETE", src+"/gh?"+q, opsToken, nil)
+		a.want(t, q, http.StatusBadRequest, "invalid_filter")
+		if a.body["field"] != "deliveries" {
+			t.Fatalf("%s: field %v", q, a.body["field"])
+		}
+	}
+	call(t, "GET", src+"/gh", opsToken, nil).want(t, "still there after 400s", http.StatusOK, "")
+
+	call(t, "DELETE", src+"/gh?deliveries=dead_letter", opsToken, nil).want(t, "dead-letter delete", http.StatusNoContent, "")
+	call(t, "GET", src+"/gh", opsToken, nil).want(t, "gone", http.StatusNotFound, "source_not_found")
+	reasons := dlqReasons(t, base, "gh")
+	if len(reasons) != 3 {
+		t.Fatalf("dlq of gh: %v, want 3 entries", reasons)
+	}
+	for _, r := range reasons {
+		if r != "{source_gone, gh}" {
+			t.Fatalf("dlq reason %q", r)
+		}
+	}
+	if got := sourceRows(t, inst.Store(), "gh"); got[store.StateDead] != 3 || len(got) != 1 {
+		t.Fatalf("rows of gh by state: %v, want 3 dead and nothing waiting", got)
+	}
+	if got := sourceRows(t, inst.Store(), "sample"); got[store.StatePending] != 1 || len(got) != 1 {
+		t.Fatalf("rows of sample by state: %v, want its 1 pending row untouched", got)
+	}
+	ord, ok := inst.Store().TenantOrdinal("acme")
+	if !ok {
+		t.Fatal("tenant acme has no ordinal")
+	}
+	if c := inst.Store().TenantCounts(ord); c.Pending != 1 || c.Dead != 3 || c.Inflight != 0 {
+		t.Fatalf("acme counters %+v, want 1 pending, 3 dead", c)
+	}
+	rows := auditRows(t, base, opsToken, "?subject=source:acme/gh")
+	if len(rows) != before+1 || rows[len(rows)-1]["action"] != "source.delete" {
+		t.Fatalf("audit of gh: %v", rows)
+	}
+
+	// No rows: deleted at once, with or without the query.
+	call(t, "DELETE", src+"/idle", opsToken, nil).want(t, "delete idle", http.StatusNoContent, "")
+	call(t, "PUT", src+"/idle", opsToken, json.RawMessage(logSpec)).want(t, "re-create idle", http.StatusCreated, "")
+	call(t, "DELETE", src+"/idle?deliveries=dead_letter", opsToken, nil).want(t, "dead-letter idle", http.StatusNoContent, "")
+}
+
+// Inventory A.5: a row in flight counts (409 inflight 1); after a dead-letter delete its attempt's outcome
+// lands and, its source gone, the failed row is dead-lettered ({source_gone, id}) rather than retried.
+func TestDeleteSourceWithDeliveryInFlight(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		<-release
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(func() { unblock(); sink.Close() })
+	inst := startAdmin(t, "srcflight", nil)
+	base := "http://" + inst.AdminAddr()
+	src := base + "/v1/tenants/acme/sources"
+	spec := `{"sinks":[{"type":"http","url":"` + sink.URL + `"}]}`
+	call(t, "PUT", src+"/gh", opsToken, json.RawMessage(spec)).want(t, "create gh", http.StatusCreated, "")
+	if got := ingest(t, inst.IngestAddr(), "/webhooks/gh"); got != http.StatusCreated {
+		t.Fatalf("ingest: %d", got)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the attempt never reached the sink")
+	}
+	a := call(t, "DELETE", src+"/gh", opsToken, nil)
+	a.want(t, "delete with a row in flight", http.StatusConflict, "source_has_deliveries")
+	if a.body["pending"] != 0.0 || a.body["inflight"] != 1.0 {
+		t.Fatalf("counts %v, want 0 pending, 1 in flight", a.body)
+	}
+	call(t, "DELETE", src+"/gh?deliveries=dead_letter", opsToken, nil).want(t, "dead-letter delete", http.StatusNoContent, "")
+	unblock()
+	poll.True(t, 10*time.Second, "the in-flight row dead-lettered", func() bool {
+		return inst.Store().Counts().Dead == 1
+	})
+	if r := dlqReasons(t, base, "gh"); len(r) != 1 || r[0] != "{source_gone, gh}" {
+		t.Fatalf("dlq of gh: %v", r)
+	}
+	if got := sourceRows(t, inst.Store(), "gh"); got[store.StateDead] != 1 || len(got) != 1 {
+		t.Fatalf("rows of gh by state: %v, want 1 dead", got)
+	}
 }

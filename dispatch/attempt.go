@@ -121,6 +121,12 @@ func (d *Dispatcher) settle(db Store, c *store.Claimed, r route, o outcome, took
 		err = db.Complete(c)
 	case o.result == telemetry.ResultDLQ:
 		err = db.Bury(c, o.attempts, o.reason, now.UnixMilli())
+	case !d.sourceKnown(c.Row.Source):
+		// The source was deleted while this attempt ran (DELETE ?deliveries=dead_letter buried its waiting
+		// rows): a retry would wait for nothing, so the row joins them in the DLQ.
+		o.result, o.class = telemetry.ResultDLQ, classTransient
+		o.reason = store.SourceGoneReason(c.Row.Source)
+		err = db.Bury(c, o.attempts, o.reason, now.UnixMilli())
 	default:
 		err = db.Reschedule(c, o.attempts, o.next, o.reason)
 	}

@@ -227,6 +227,18 @@ func (d *Dispatcher) uniform() float64 {
 	return d.rand.Float64()
 }
 
+// sourceKnown tells whether source is one of the node's sources (the file's or the API's).
+func (d *Dispatcher) sourceKnown(source string) bool {
+	if _, ok := d.routes[source]; ok {
+		return true
+	}
+	if dyn := d.dyn.Load(); dyn != nil {
+		_, ok := (*dyn)[source]
+		return ok
+	}
+	return false
+}
+
 // route finds the sink a row was bound to; false when the source or the sink is gone.
 func (d *Dispatcher) route(source string, index uint16) (route, bool) {
 	rs, ok := d.routes[source]

@@ -278,6 +278,9 @@ func (s *scheduler) claim(ctx actor.Context, t *tenant, nowMS int64, want int) i
 		if !ok {
 			// The source or its sink is gone from the config: dead-letter, never drop.
 			reason := "{sink_gone, " + strconv.Itoa(int(c.Sink)) + ", " + c.Row.SinkType + "}"
+			if !s.d.sourceKnown(c.Row.Source) {
+				reason = store.SourceGoneReason(c.Row.Source) // deleted while the row waited or was in flight
+			}
 			if err := s.db.Bury(&c, c.Row.Attempts, reason, nowMS); err != nil {
 				s.d.log.Error().Err(err).Msg("cannot bury a row whose sink is gone")
 			}

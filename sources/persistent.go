@@ -1,6 +1,10 @@
 package sources
 
-import "github.com/ankusa-go/ankusa/store"
+import (
+	"time"
+
+	"github.com/ankusa-go/ankusa/store"
+)
 
 // Persistent is the backend of source_store.type persistent: this node's store, each change committed with
 // its audit row in one synced batch (store.DB.Audited).
@@ -68,7 +72,9 @@ func (p Persistent) Delete(c Change, tenant, name string) (store.AuditRow, error
 	if err != nil {
 		return store.AuditRow{}, err
 	}
-	return db.Audited(func(get store.AuditReader) (store.AuditEntry, []store.AuditOp, error) {
+	// The source's rows are counted (and buried, with c.DeadLetter) in the batch of the delete and its row.
+	d := store.SourceDelete{Tenant: tenant, Source: name, DeadLetter: c.DeadLetter, At: time.Now().UnixMilli()}
+	row, _, err := db.AuditedSourceDelete(d, func(get store.AuditReader) (store.AuditEntry, []store.AuditOp, error) {
 		prev, err := get(store.SourceKey(tenant, name))
 		if err != nil {
 			return store.AuditEntry{}, nil, err
@@ -84,4 +90,5 @@ func (p Persistent) Delete(c Change, tenant, name string) (store.AuditRow, error
 			{Key: nameKey(name), Delete: true},
 		}, nil
 	})
+	return row, err
 }

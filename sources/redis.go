@@ -128,10 +128,32 @@ func (r *Redis) Delete(c Change, tenant, name string) (store.AuditRow, error) {
 	if prev == nil {
 		return store.AuditRow{}, ErrNotFound
 	}
-	return r.dual(c, "source.delete", tenant, name, prev, nil, func(ctx context.Context, p redis.Pipeliner) {
+	// The source's rows live in this node's store: counted before the change (refused while any is left,
+	// unless c.DeadLetter), buried after it. A hook accepted between the two is dead-lettered by dispatch
+	// when it finds the source gone: no row is lost either way.
+	db := r.DB()
+	if db == nil {
+		return store.AuditRow{}, ErrUnavailable
+	}
+	n, err := db.CountSourceRows(tenant, name)
+	if err != nil {
+		return store.AuditRow{}, err
+	}
+	if n.Busy() && !c.DeadLetter {
+		return store.AuditRow{}, &store.SourceHasDeliveriesError{SourceRows: n}
+	}
+	row, err := r.dual(c, "source.delete", tenant, name, prev, nil, func(ctx context.Context, p redis.Pipeliner) {
 		p.HDel(ctx, r.prefix+"specs", field(tenant, name))
 		p.HDel(ctx, r.prefix+"owners", name)
 	})
+	if err != nil || !c.DeadLetter {
+		return row, err
+	}
+	if _, err := db.BurySourceRows(tenant, name, store.SourceGoneReason(name), time.Now().UnixMilli()); err != nil {
+		// The source is gone: its rows left waiting are dead-lettered by dispatch when it claims them.
+		return row, fmt.Errorf("source deleted; its waiting rows not yet dead-lettered: %w", err)
+	}
+	return row, nil
 }
 
 // dual is the audited dual write: the pending row (synced), the change in one MULTI with the version bump,

@@ -52,6 +52,10 @@ type Entry struct {
 type Change struct {
 	Audit     store.AuditEntry
 	Lifecycle bool
+	// DeadLetter lets a delete go ahead while the source has delivery rows still to deliver: its waiting rows
+	// are dead-lettered ({source_gone, id}). Without it such a delete is refused with
+	// *store.SourceHasDeliveriesError and changes nothing.
+	DeadLetter bool
 }
 
 // Backend is where API-managed sources live.
@@ -62,7 +66,8 @@ type Backend interface {
 	// Put writes spec (canonical) as tenant/name; prev is its current spec (nil: a create). It fails with
 	// ErrExists when another tenant holds name.
 	Put(c Change, tenant, name string, spec []byte) (store.AuditRow, error)
-	// Delete removes tenant/name (ErrNotFound when absent).
+	// Delete removes tenant/name (ErrNotFound when absent). The source's delivery rows live in this node's
+	// store whatever the backend: a delete is refused while any is waiting or in flight, unless c.DeadLetter.
 	Delete(c Change, tenant, name string) (store.AuditRow, error)
 }
 

@@ -194,8 +194,21 @@ func (db *DB) BeginAudit(e AuditEntry) (AuditRow, error) {
 }
 
 func (db *DB) audited(status string, fn func(get AuditReader) (AuditEntry, []AuditOp, error)) (AuditRow, error) {
+	return db.auditedWith(status, nil, fn, nil)
+}
+
+// auditedWith is audited for a change that also moves delivery rows (AuditedSourceDelete): with before set it
+// holds cmu too (after amu, before closeMu, the writers' order), runs before ahead of fn (its error refuses
+// the change), and extra adds its writes and counters to the batch; the counters are applied once it is
+// written.
+func (db *DB) auditedWith(status string, before func() error, fn func(get AuditReader) (AuditEntry, []AuditOp, error),
+	extra func(put func(cf int, k, v []byte), del func(cf int, k []byte))) (AuditRow, error) {
 	db.amu.Lock()
 	defer db.amu.Unlock()
+	if before != nil {
+		db.cmu.Lock()
+		defer db.cmu.Unlock()
+	}
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	if db.closed {
@@ -203,6 +216,11 @@ func (db *DB) audited(status string, fn func(get AuditReader) (AuditEntry, []Aud
 	}
 	if err := db.loadAuditLocked(); err != nil {
 		return AuditRow{}, err
+	}
+	if before != nil {
+		if err := before(); err != nil {
+			return AuditRow{}, err
+		}
 	}
 	e, ops, err := fn(func(key []byte) ([]byte, error) { return db.getCF(cfDefault, key) })
 	if err != nil {
@@ -246,8 +264,17 @@ func (db *DB) audited(status string, fn func(get AuditReader) (AuditEntry, []Aud
 	if e.Lifecycle {
 		wb.PutCF(db.cfs[cfAudit], appendAuditEntityKey(nil, row.Seq), e.Entity)
 	}
+	if extra != nil {
+		extra(func(cf int, k, v []byte) { wb.PutCF(db.cfs[cf], k, v) }, func(cf int, k []byte) { wb.DeleteCF(db.cfs[cf], k) })
+	}
 	if err := db.writeAuditLocked(wb); err != nil {
+		if before != nil {
+			db.ed.reset()
+		}
 		return AuditRow{}, err
+	}
+	if before != nil {
+		db.applyEditsLocked(nil)
 	}
 	db.aud.nextSeq, db.aud.last = row.Seq+1, row.At
 	select {
