@@ -166,3 +166,50 @@ func TestRedisDownIsUnavailable(t *testing.T) {
 		t.Fatalf("a refused change left rows: %+v", rows)
 	}
 }
+
+// Inventory A.5 under the Redis source store: the source's rows live in this node's store, so a delete is
+// refused while any is waiting (409 counts, the source still in Redis, no audit row), and with DeadLetter the
+// source leaves Redis and its waiting rows are dead-lettered ({source_gone, id}).
+func TestRedisDeleteChecksTheSourceRows(t *testing.T) {
+	r, db, _, _ := redisBackend(t)
+	set := sources.NewSet(config.Default(), r)
+	c := sources.Change{Audit: store.AuditEntry{Actor: "ops"}}
+	if _, err := set.Put(c, "acme", "gh", []byte(specA)); err != nil {
+		t.Fatal(err)
+	}
+	h := store.Hook{ID: [16]byte{1}, ReceivedAt: time.Now().UnixMilli(), Tenant: "acme", Source: "gh", Body: []byte("{}")}
+	recs := make([]*store.Record, 2)
+	for i := range recs {
+		h.ID[1] = byte(i)
+		recs[i] = &store.Record{ID: h.ID, Tenant: "acme", Source: "gh", ReceivedAt: h.ReceivedAt, Size: 2,
+			Value: store.AppendHook(nil, &h), Sinks: []store.SinkBinding{{Type: "log"}}}
+	}
+	if _, err := db.CommitHooks(recs); err != nil {
+		t.Fatal(err)
+	}
+	audited, _ := db.ListAudit(store.AuditFilter{}, 100)
+	var busy *store.SourceHasDeliveriesError
+	if _, err := set.Delete(c, "acme", "gh"); !errors.As(err, &busy) || busy.Pending != 2 || busy.Inflight != 0 {
+		t.Fatalf("delete with 2 waiting rows: %v", err)
+	}
+	if _, err := set.Get("acme", "gh"); err != nil {
+		t.Fatalf("the refused delete removed the source: %v", err)
+	}
+	if rows, _ := db.ListAudit(store.AuditFilter{}, 100); len(rows) != len(audited) {
+		t.Fatalf("a refused delete wrote an audit row")
+	}
+	c.DeadLetter = true
+	if _, err := set.Delete(c, "acme", "gh"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.Get("acme", "gh"); !errors.Is(err, sources.ErrNotFound) {
+		t.Fatalf("after the delete: %v", err)
+	}
+	dead, err := db.ListDead("gh", 10)
+	if err != nil || len(dead) != 2 || dead[0].Reason != "{source_gone, gh}" {
+		t.Fatalf("dead = %+v, %v", dead, err)
+	}
+	if n, _ := db.CountSourceRows("acme", "gh"); n.Busy() {
+		t.Fatalf("rows left: %+v", n)
+	}
+}
