@@ -193,7 +193,7 @@ func (c *adminClient) call(method, path string, query url.Values, body any, out 
 			code = exitUnavailable
 		}
 		detail := ""
-		for _, k := range []string{"field", "message", "scope", "tenant", "role", "setting", "state", "method", "route_id", "limit"} {
+		for _, k := range []string{"field", "message", "scope", "tenant", "role", "setting", "state", "method", "route_id", "limit", "pending", "inflight"} {
 			if v, ok := e[k]; ok {
 				detail += fmt.Sprintf(" %s=%v", k, v)
 			}

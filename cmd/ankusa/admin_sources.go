@@ -84,7 +84,24 @@ func sourcesCommand(c *adminClient) *cobra.Command {
 		}}
 	apply.Flags().StringVarP(&file, "file", "f", "", "a YAML file with a sources: mapping, as the config file writes it")
 	apply.Flags().StringVar(&tenant, "tenant", "default", "the tenant of a source that names none")
-	sources.AddCommand(list, apply)
+	var deadLetter bool
+	del := &cobra.Command{Use: "delete <tenant> <name>", Short: "Delete an API-managed source; refused (exit 1, with the counts) while it has deliveries to make, unless --dead-letter",
+		Args: usageArgs(cobra.ExactArgs(2)),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var q url.Values
+			if deadLetter {
+				q = url.Values{"deliveries": {"dead_letter"}}
+			}
+			if err := c.call("DELETE", "/v1/tenants/"+url.PathEscape(args[0])+"/sources/"+url.PathEscape(args[1]), q, nil, nil); err != nil {
+				return err
+			}
+			if c.output == "json" {
+				return nil
+			}
+			return c.table([]string{"TENANT", "NAME", "RESULT"}, [][]any{{args[0], args[1], "deleted"}})
+		}}
+	del.Flags().BoolVar(&deadLetter, "dead-letter", false, "dead-letter the source's deliveries still to make ({source_gone, <name>}) and delete it")
+	sources.AddCommand(list, apply, del)
 	return sources
 }
 
