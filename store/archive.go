@@ -271,17 +271,7 @@ func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) 
 // cache, so packing a segment (up to roll_bytes of hooks no one else reads again) does not evict the index,
 // filter and dedupe blocks the ingest commits look up.
 func (db *DB) scanIter(cf int, lower, upper []byte) (*grocksdb.Iterator, func()) {
-	ro := grocksdb.NewDefaultReadOptions()
-	ro.SetVerifyChecksums(true)
-	ro.SetFillCache(false)
-	// RocksDB reads the bounds in place; ro keeps both slices referenced until it is destroyed.
-	ro.SetIterateLowerBound(lower)
-	ro.SetIterateUpperBound(upper)
-	it := db.rdb.NewIteratorCF(ro, db.cfs[cf])
-	return it, func() {
-		it.Close()
-		ro.Destroy()
-	}
+	return db.rangeIter(cf, lower, upper, false)
 }
 
 // ArchivedHook names one hook of a segment being catalogued and where its frame is in the segment object.

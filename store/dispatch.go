@@ -714,8 +714,14 @@ func (db *DB) otherDeliveryLocked(seq uint64, sink uint16) (bool, error) {
 // range it was asked for), and the function that frees it. Each call has its own read options, so concurrent
 // readers can use it.
 func (db *DB) boundedIter(cf int, lower, upper []byte) (*grocksdb.Iterator, func()) {
+	return db.rangeIter(cf, lower, upper, true)
+}
+
+// rangeIter is an iterator over cf confined to [lower, upper) whose reads fill the block cache or not.
+func (db *DB) rangeIter(cf int, lower, upper []byte, fillCache bool) (*grocksdb.Iterator, func()) {
 	ro := grocksdb.NewDefaultReadOptions()
 	ro.SetVerifyChecksums(true)
+	ro.SetFillCache(fillCache)
 	// RocksDB reads the bounds in place; ro keeps both slices referenced until it is destroyed.
 	ro.SetIterateLowerBound(lower)
 	ro.SetIterateUpperBound(upper)
