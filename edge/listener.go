@@ -148,6 +148,11 @@ func (l *listener) stop() {
 	if err := l.shutdown(); err != nil {
 		l.e.log.Warn().Err(err).Msg("ingest listener shutdown")
 	}
+	// fasthttp's Shutdown closes only the listeners its Serve has registered: a stop that
+	// comes right after the start, before the serve goroutine got there, would leave that
+	// Serve waiting in Accept for good. Closing the view ends it either way (a second
+	// Close is a no-op).
+	_ = l.view.Close()
 	l.tasks.Stop()
 	sock, conns := l.view.handBack()
 	if l.broken {
