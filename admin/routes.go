@@ -108,6 +108,17 @@ func routeID(w http.ResponseWriter, r *http.Request) (string, bool) {
 	return id, true
 }
 
+// routeTarget is the registry and the route id of a /v1/routes/{id} request, or false once it answered 409
+// (no edge role) or 400 (a malformed id).
+func (a *api) routeTarget(w http.ResponseWriter, r *http.Request) (*registry.Registry, string, bool) {
+	reg := a.routeRegistry(w)
+	if reg == nil {
+		return nil, "", false
+	}
+	id, ok := routeID(w, r)
+	return reg, id, ok
+}
+
 // listRoutes is GET /v1/routes?enabled=&limit=&cursor=: the routes p sees, id-ordered; next_cursor (opaque)
 // is set when the page is full.
 func (a *api) listRoutes(w http.ResponseWriter, r *http.Request, p *principal) {
@@ -162,11 +173,7 @@ func (a *api) listRoutes(w http.ResponseWriter, r *http.Request, p *principal) {
 }
 
 func (a *api) getRoute(w http.ResponseWriter, r *http.Request, p *principal) {
-	reg := a.routeRegistry(w)
-	if reg == nil {
-		return
-	}
-	id, ok := routeID(w, r)
+	reg, id, ok := a.routeTarget(w, r)
 	if !ok {
 		return
 	}
@@ -201,11 +208,7 @@ func (a *api) createRoute(w http.ResponseWriter, r *http.Request, p *principal) 
 // putRoute is PUT /v1/routes/{id}: creates (201) or replaces (200) the route; the body's id, when set, must
 // be the path's. The same spec again is 200 with no audit row.
 func (a *api) putRoute(w http.ResponseWriter, r *http.Request, p *principal) {
-	reg := a.routeRegistry(w)
-	if reg == nil {
-		return
-	}
-	id, ok := routeID(w, r)
+	reg, id, ok := a.routeTarget(w, r)
 	if !ok {
 		return
 	}
@@ -237,11 +240,7 @@ func (a *api) putRoute(w http.ResponseWriter, r *http.Request, p *principal) {
 // patchRoute is PATCH /v1/routes/{id}: methods, enabled, tenant, ip_rules and metadata (null clears the last
 // two); id and path cannot change (400 invalid_route naming the field).
 func (a *api) patchRoute(w http.ResponseWriter, r *http.Request, p *principal) {
-	reg := a.routeRegistry(w)
-	if reg == nil {
-		return
-	}
-	id, ok := routeID(w, r)
+	reg, id, ok := a.routeTarget(w, r)
 	if !ok {
 		return
 	}
@@ -301,11 +300,7 @@ func strictJSON(b []byte, v any) error {
 }
 
 func (a *api) deleteRoute(w http.ResponseWriter, r *http.Request, p *principal) {
-	reg := a.routeRegistry(w)
-	if reg == nil {
-		return
-	}
-	id, ok := routeID(w, r)
+	reg, id, ok := a.routeTarget(w, r)
 	if !ok {
 		return
 	}
