@@ -281,7 +281,18 @@ func TestDLQListsPagesAndFilters(t *testing.T) {
 // Inventory F.5 and A.5: replay jobs are created, listed, read and steered over the API; a cancelled job
 // cannot run again (409), an unknown one is 404, a malformed id 400.
 func TestReplayJobs(t *testing.T) {
-	inst := startAdmin(t, "replay", nil)
+	// The job needs rows to move, or it ends "done" on its first tick and can no longer be paused: five dead
+	// rows at one per second keep it running through the steering below.
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(422) }))
+	t.Cleanup(sink.Close)
+	inst := startAdmin(t, "replay", func(cfg *config.Config) {
+		cfg.Sources = map[string]config.Source{"sample": {Tenant: "acme",
+			Sinks: []config.SinkSpec{{Type: "http", Options: map[string]any{"url": sink.URL}}}}}
+	})
+	for range 5 {
+		fixture.Post(t, inst.IngestAddr(), "sample", []byte(`{}`), nil)
+	}
+	poll.True(t, 10*time.Second, "five dead rows", func() bool { return inst.Store().Counts().Dead == 5 })
 	base := "http://" + inst.AdminAddr()
 	// A lifecycle job needs lifecycle.sinks: this node has none.
 	if a := call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "lifecycle"}); a.status != http.StatusConflict || a.body["error"] != "lifecycle_disabled" || a.body["setting"] != "lifecycle.sinks" {
@@ -292,10 +303,10 @@ func TestReplayJobs(t *testing.T) {
 	call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "since": 5, "until": 4}).want(t, "until before since", http.StatusBadRequest, "invalid_filter")
 	call(t, "POST", base+"/v1/replays", readerToken, map[string]any{"kind": "dlq"}).want(t, "reader", http.StatusForbidden, "forbidden")
 
-	a := call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "source_id": "sample", "rate": 10})
+	a := call(t, "POST", base+"/v1/replays", opsToken, map[string]any{"kind": "dlq", "source_id": "sample", "rate": 1})
 	a.want(t, "create", http.StatusCreated, "")
 	id, _ := a.body["id"].(string)
-	if a.body["state"] != "running" || a.body["source_id"] != "sample" || a.body["rate"] != 10.0 {
+	if a.body["state"] != "running" || a.body["source_id"] != "sample" || a.body["rate"] != 1.0 {
 		t.Fatalf("created job %v", a.body)
 	}
 	if a := call(t, "GET", base+"/v1/replays", opsToken, nil); len(a.body["jobs"].([]any)) != 1 {
