@@ -6,12 +6,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"os"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/test/fixture"
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // Issue 12: "`ankusa dlq list`, `ankusa replay create|list|pause|resume|cancel`, `ankusa quarantine
@@ -19,9 +23,14 @@ import (
 func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
 	const token = "cli-token"
 	sum := sha256.Sum256([]byte(token))
+	// Dead rows for the replay job to move at one a second: on an empty DLQ the job ends done on its first
+	// tick and could no longer be paused.
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(422) }))
+	t.Cleanup(sink.Close)
 	inst := fixture.Instance(t, "cli", func(cfg *config.Config) {
 		cfg.Node.Roles = []string{"edge", "dispatch"}
-		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("acme", 1)}
+		cfg.Sources = map[string]config.Source{"sample": {Tenant: "acme",
+			Sinks: []config.SinkSpec{{Type: "http", Options: map[string]any{"url": sink.URL}}}}}
 		cfg.Admin.Principals = []config.Principal{
 			{Name: "ops", TokenSHA256: hex.EncodeToString(sum[:]), Scopes: config.AdminScopes, Tenants: []string{"*"}},
 		}
@@ -37,8 +46,12 @@ func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
 		return code, out.String(), errOut.String()
 	}
 	withToken := map[string]string{"ANKUSA_ADMIN_TOKEN": token}
+	for range 5 {
+		fixture.Post(t, inst.IngestAddr(), "sample", []byte(`{}`), nil)
+	}
+	poll.True(t, 10*time.Second, "five dead rows", func() bool { return inst.Store().Counts().Dead == 5 })
 
-	code, out, errOut := cli(withToken, "replay", "create", "--admin-url", url, "--source", "sample", "-o", "json")
+	code, out, errOut := cli(withToken, "replay", "create", "--admin-url", url, "--source", "sample", "--rate", "1", "-o", "json")
 	var job map[string]any
 	if code != 0 || json.Unmarshal([]byte(out), &job) != nil || job["state"] != "running" {
 		t.Fatalf("replay create: exit %d, out %q, err %q", code, out, errOut)
@@ -62,7 +75,9 @@ func TestAdminCommandsSpeakToTheAdminAPI(t *testing.T) {
 		!strings.Contains(errOut, "lifecycle_disabled") || !strings.Contains(errOut, "lifecycle.sinks") {
 		t.Fatalf("replay create --kind lifecycle without lifecycle.sinks: exit %d, err %q, want %d", code, errOut, exitRefused)
 	}
-	if code, out, _ = cli(withToken, "dlq", "list", "--admin-url", url); code != 0 || !strings.Contains(out, "total 0") {
+	// The job moved at most one row before its pause, and that row failed again: five dead rows.
+	poll.True(t, 10*time.Second, "five dead rows after the job", func() bool { return inst.Store().Counts().Dead == 5 })
+	if code, out, _ = cli(withToken, "dlq", "list", "--admin-url", url); code != 0 || !strings.Contains(out, "total 5") {
 		t.Fatalf("dlq list: exit %d, out %q", code, out)
 	}
 	if code, out, _ = cli(withToken, "quarantine", "list", "--admin-url", url, "-o", "json"); code != 0 || !strings.Contains(out, `"entries":[]`) {
