@@ -20,8 +20,9 @@ import (
 // storage roles, an HTTP sink to a recorder in this process) takes hooks at a steady
 // open-loop rate for ANKUSA_SOAK_DURATION (default 1h) while VmRSS of the node is read
 // from /proc/<pid>/status every ANKUSA_SOAK_SAMPLE (default 10s). It asserts the design's
-// soak SLO, RSS growth after warm-up ≤ 5 %, and that every hook answered 201 reached
-// the sink.
+// soak SLO, RSS growth after warm-up ≤ 5 %, on RSS less RocksDB's block cache, and the
+// cache against its capacity (see below why), and that every hook answered 201 reached
+// the sink. The growth of RSS with the cache's fill included is printed beside it.
 //
 // Knobs: ANKUSA_SOAK_DURATION, ANKUSA_SOAK_WARMUP (default a sixth of the run within
 // 7m..10m, at most half the run), ANKUSA_SOAK_SAMPLE, ANKUSA_SOAK_RATE (hooks/s, default
@@ -38,9 +39,10 @@ import (
 // each is 80 % of the run after warm-up. The warm-up is left out because the caches,
 // the memtables, the pools and the heap target settle there, growth that stops: at 500
 // hooks/s of 1 KiB the Go heap is flat from the first minute while RSS climbs for about
-// six, outside the Go heap, where RocksDB's 64 MiB block cache and 2 x 32 MiB memtables
-// fill (a 16-minute run with a 5-minute warm-up still caught the end of that climb in its
-// first window); hence at least 7m, and a run shorter than about 20 minutes cannot tell.
+// six, outside the Go heap, where RocksDB's 2 x 32 MiB memtables fill (a 16-minute run
+// with a 5-minute warm-up still caught the end of that climb in its first window); hence
+// at least 7m, and a run shorter than about 20 minutes cannot tell. The block cache fills
+// far slower than that, for hours, and is bounded by its capacity instead.
 func TestSoakMemoryGrowth(t *testing.T) {
 	const sloGrowth = 5.0 // % after warm-up
 	duration := envDuration(t, "ANKUSA_SOAK_DURATION", time.Hour)
@@ -156,8 +158,7 @@ func TestSoakMemoryGrowth(t *testing.T) {
 	}
 	t.Logf("memory by window (MB, medians; w = warm-up; block cache capacity %.0f MB):%s",
 		samples[len(samples)-1].mem.blockCacheCapacity/(1<<20), bd.String())
-	// The block cache filling to its capacity is warm-up: say when it did, so that a run
-	// whose cache was still filling after the warm-up is read as such.
+	// The block cache filling to its capacity is warm-up: say when it did.
 	filled := "never"
 	for _, s := range samples {
 		if c := s.mem.blockCacheCapacity; c > 0 && s.mem.blockCache >= 0.95*c {
@@ -166,31 +167,42 @@ func TestSoakMemoryGrowth(t *testing.T) {
 		}
 	}
 	t.Logf("block cache at 95%% of its capacity from %s (warm-up %s)", filled, clock(warmup))
-	// The cache's fill is bounded by its capacity: RSS less it tells a cache still filling
-	// after the warm-up (a slow read path fills it for far longer) from memory that grows.
+	// The bound is asserted on RSS less the block cache, and the cache on its capacity. The cache
+	// holds the index and filter blocks of every table the store has read and the data blocks read
+	// back, and it keeps those of tables compacted away until the LRU needs their room: at the
+	// soak's rate it fills by about half a MiB a minute, so it reaches its capacity after about two
+	// hours, and its fill alone (up to 64 MiB of a node of about 170 MB) passes 5 % of RSS in any
+	// run of an hour. That growth stops at a bound the operator sets; what a leak would grow is the
+	// rest, and the cache passing its capacity (by more than its pinned part) would be a leak too.
 	lessCache := make([]int, len(measuredMem))
+	var overCap float64
 	for i, s := range measuredMem {
 		lessCache[i] = s.kb - int(s.mem.blockCache/1024)
+		overCap = max(overCap, s.mem.blockCache-s.mem.blockCachePinned-s.mem.blockCacheCapacity)
 	}
 	f, l := median(lessCache[:w]), median(lessCache[len(lessCache)-w:])
-	t.Logf("RSS less the block cache after warm-up: first-window median %.1f MB, last-window median %.1f MB, growth %+.2f%%",
-		float64(f)/1024, float64(l)/1024, float64(l-f)/float64(f)*100)
+	growth := float64(l-f) / float64(f) * 100
+	t.Logf("RSS less the block cache after warm-up: first-window median %.1f MB, last-window median %.1f MB, growth %+.2f%% (bound %.0f%%)",
+		float64(f)/1024, float64(l)/1024, growth, sloGrowth)
 	first, last := median(measured[:w]), median(measured[len(measured)-w:])
-	growth := float64(last-first) / float64(first) * 100
+	rawGrowth := float64(last-first) / float64(first) * 100
 	lo, hi := measured[0], measured[0]
 	for _, kb := range measured {
 		lo, hi = min(lo, kb), max(hi, kb)
 	}
 	t.Logf("load: %s; error ratio %.5f", rep, errorRatio(rep.Sent, rep.Accepted))
-	t.Logf("RSS after warm-up (%d samples, windows of %d): first-window median %.1f MB, last-window median %.1f MB, growth %+.2f%% (bound %.0f%%); range %.1f-%.1f MB",
-		len(measured), w, float64(first)/1024, float64(last)/1024, growth, sloGrowth, float64(lo)/1024, float64(hi)/1024)
+	t.Logf("RSS after warm-up (%d samples, windows of %d), the block cache's fill included: first-window median %.1f MB, last-window median %.1f MB, growth %+.2f%%; range %.1f-%.1f MB",
+		len(measured), w, float64(first)/1024, float64(last)/1024, rawGrowth, float64(lo)/1024, float64(hi)/1024)
 	t.Logf("acked=%d delivered_distinct=%d deliveries=%d missing=%d", acked.len(), rec.ids.len(), rec.deliveries.Load(), missing)
 
 	if err := n.stop(); err != nil {
 		t.Error(err)
 	}
 	if growth > sloGrowth {
-		t.Errorf("RSS grew %.2f%% after warm-up: over the %.0f%% bound", growth, sloGrowth)
+		t.Errorf("RSS less the block cache grew %.2f%% after warm-up: over the %.0f%% bound", growth, sloGrowth)
+	}
+	if overCap > 0 {
+		t.Errorf("the block cache passed its capacity by %.1f MB more than its pinned part", overCap/(1<<20))
 	}
 	if missing > 0 {
 		t.Errorf("%d acked hooks never reached the sink", missing)
