@@ -148,11 +148,14 @@ type DB struct {
 	nextSeq atomic.Uint64
 
 	// commitMu serialises CommitHooks (seq and ordinal assignment must follow write order) and guards the rest.
-	commitMu   sync.Mutex
-	nextOrd    uint32
-	ords       map[string]uint32
-	wb         *grocksdb.WriteBatch // reused: cleared per commit
-	key, val   []byte               // scratch encodings, copied into wb by RocksDB
+	commitMu sync.Mutex
+	nextOrd  uint32
+	ords     map[string]uint32
+	wb       *grocksdb.WriteBatch // reused: cleared per commit
+	key, val []byte               // scratch encodings, copied into wb by RocksDB
+	// archived is the records of the group being built that take an archive obligation; their keys go into the
+	// batch after the loop (addRecordsLocked says why).
+	archived   []*Record
 	newTenants []tenantOrd
 	lastCommit int64 // commit time of the last group (unix ms): commit times never go backwards
 	// seen maps the dedupe scopes committed earlier in the group being built to their hook ids: the first
@@ -679,6 +682,7 @@ func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first ui
 	rows int, err error) {
 	hooks, deliveries, index := db.cfs[cfHooks], db.cfs[cfDeliveries], db.cfs[cfIndex]
 	seq := first
+	archived := db.archived[:0]
 	for _, r := range recs {
 		r.Outcome = Outcome{}
 		if r.DedupeKey != "" && r.DedupeTTL > 0 {
@@ -716,12 +720,21 @@ func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first ui
 			}
 		}
 		if r.Archive {
-			db.key = AppendArchiveKey(db.key[:0], r.Outcome.Seq)
-			db.val = AppendIndexValue(db.val[:0], r.Size)
-			wb.PutCF(index, db.key, db.val)
-			db.ed.archive++
+			archived = append(archived, r)
 		}
 	}
+	// The obligations go after the loop, in one run: interleaved with the due keys (the same CF, another key
+	// range), every insert would leave the memtable's insertion point at the other range, so each one paid a
+	// descent of the skip list from the top instead of a step from the last key. Measured (BenchmarkCommitHooks,
+	// archive on) as most of what the obligations added to a commit.
+	for _, r := range archived {
+		db.key = AppendArchiveKey(db.key[:0], r.Outcome.Seq)
+		db.val = AppendIndexValue(db.val[:0], r.Size)
+		wb.PutCF(index, db.key, db.val)
+		db.ed.archive++
+	}
+	clear(archived)
+	db.archived = archived[:0]
 	return seq, rows, nil
 }
 
