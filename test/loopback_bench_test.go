@@ -46,13 +46,31 @@ func benchRounds() int {
 // is off, so the hooks stay in the store. A round runs the three; ANKUSA_BENCH_ROUNDS rounds
 // alternate their order (forward, reverse, ...) so that neither side always runs on a
 // warmer box, and the figures reported are the medians of the rounds. ANKUSA_BENCH_ORDER=reverse
-// starts with a reverse round. The load is run once, whatever b.N: it is a throughput run, not a
-// per-op measurement.
+// starts with a reverse round. Each Ankusa run logs the process CPU per hook committed (the load generator's
+// share, the same for both, included): on a shared box it tells the compactor's cost apart from the box's load.
+// ANKUSA_BENCH_SIDE=edge (or storage) runs that side alone, ANKUSA_BENCH_ROUNDS times, for a CPU profile of it:
+//
+//	ANKUSA_BENCH_SIDE=storage go test -run '^$' -bench LoopbackIngest -benchtime 1x \
+//	    -cpuprofile /tmp/storage.pprof ./test/ && go tool pprof -top test.test /tmp/storage.pprof
+//
+// The load is run once, whatever b.N: it is a throughput run, not a per-op measurement.
 func BenchmarkLoopbackIngest(b *testing.B) {
 	opts := load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
 			break
+		}
+		if side := os.Getenv("ANKUSA_BENCH_SIDE"); side != "" {
+			if side != "edge" && side != "storage" {
+				b.Fatalf("ANKUSA_BENCH_SIDE=%q: edge or storage", side)
+			}
+			var got []float64
+			for range benchRounds() {
+				syscall.Sync()
+				got = append(got, loopbackAnkusa(b, opts, map[bool]string{false: "edge", true: "edge+storage"}[side == "storage"], side == "storage"))
+			}
+			b.ReportMetric(medianOf(got), "hooks/s")
+			continue
 		}
 		runs := []func() float64{
 			func() float64 { return loopbackAnkusa(b, opts, "edge", false) },
@@ -126,10 +144,12 @@ func loopbackAnkusa(b *testing.B, opts load.Options, label string, compacting bo
 			c.Storage.RollMS = 1000
 		}
 	}, nil)
+	seq0, cpu0 := inst.Store().NextSeq(), cpuTime()
 	ours, err := load.Measure(context.Background(), ingestURL(inst, "/webhooks/sample"), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu, committed := cpuTime()-cpu0, int(inst.Store().NextSeq()-seq0)
 	var m dto.Metric
 	_ = inst.Telemetry().Metrics.CommitBatchSize.Write(&m)
 	groups := m.GetHistogram().GetSampleCount()
@@ -145,7 +165,9 @@ func loopbackAnkusa(b *testing.B, opts load.Options, label string, compacting bo
 	if err := inst.Stop(); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("ankusa %-12s %s (group commits: %d, %.1f hooks each)", label, ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)))
+	b.Logf("ankusa %-12s %s (group commits: %d, %.1f hooks each; process CPU %.1f µs per hook committed, warm-up "+
+		"and load generator included)", label, ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)),
+		cpuPerHook(cpu, committed))
 	if compacting {
 		b.Logf("compactor during the run: %.0f segments, %.0f hooks archived (warm-up included; %d accepted in the "+
 			"measured run), %d pending at the end (archived %.1f s later, %d left)", segments, archived, ours.Accepted,
