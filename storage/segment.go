@@ -103,6 +103,13 @@ func (b *Builder) Add(seq uint64, v []byte) error {
 	if uint64(len(v)) > 1<<32-1-FrameOverhead {
 		return fmt.Errorf("hook %d of %d bytes: too big for a frame", seq, len(v))
 	}
+	if need := len(b.buf) + FrameOverhead + len(v) + footerLen; need > cap(b.buf) {
+		// Doubling, not append's growth by a quarter for big slices: a segment outgrowing its buffer copies it
+		// a few times, not dozens (room for the footer is kept, so Finish never copies it).
+		nb := make([]byte, len(b.buf), max(2*cap(b.buf), need))
+		copy(nb, b.buf)
+		b.buf = nb
+	}
 	off := int64(len(b.buf))
 	b.buf = binary.BigEndian.AppendUint32(b.buf, uint32(len(v)))
 	b.buf = binary.BigEndian.AppendUint32(b.buf, crc32.ChecksumIEEE(v))

@@ -217,7 +217,9 @@ type ObligationsMeasure struct {
 	// FirstReceivedAt is the received_at (unix ms) of the first one's hook; 0 when that hook is missing or
 	// cannot be decoded.
 	FirstReceivedAt int64
-	Stopped         bool // enough returned true
+	// FirstBytes is the stored size of the first one's hook (0 when it is missing).
+	FirstBytes int
+	Stopped    bool // enough returned true
 }
 
 // MeasureObligations walks the archive obligations with seq > after in seq order, reading only their keys and
@@ -251,6 +253,7 @@ func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) 
 				if _, at, err := HookHead(h); err == nil {
 					m.FirstReceivedAt = at
 				}
+				m.FirstBytes = len(h)
 			}
 			m.Count++
 			m.Charged += int64(size)
