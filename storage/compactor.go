@@ -84,6 +84,11 @@ type Compactor struct {
 	// stored is the stored/charged bytes ratio of the hooks of the last segment encoded, with which the
 	// obligations waiting are measured from their charged sizes alone (0: none yet, taken as 1).
 	stored float64
+	// waiting is the measure of the obligations after measuredAfter, kept while they wait (young and not a
+	// full segment), so the next tick measures only those committed since; any other outcome of build drops it.
+	waiting       store.ObligationsMeasure
+	measuredAfter uint64
+	measured      bool
 }
 
 // built is one segment encoded from the obligations after Compactor.after up to last.
@@ -165,23 +170,38 @@ func (c *Compactor) Compact(ctx context.Context) (Result, error) {
 
 // build encodes the next segment from the obligations after c.after; nil when there are none, or when they do
 // not fill RollBytes and the oldest is younger than RollAge. While the oldest is young the obligations are only
-// measured from their keys and charged sizes (store.MeasureObligations: no hook is read but the oldest's head),
-// and encoded by one scan once they fill it.
+// measured from their keys and charged sizes (store.MeasureMore: no hook is read but the oldest's head), each
+// once however many ticks it waits, and encoded by one scan once they fill it.
 func (c *Compactor) build(db *store.DB) (*built, error) {
 	maxBytes := c.o.RollBytes - SegmentOverhead
 	now := c.o.Now()
-	m, err := db.MeasureObligations(c.after, func(m *store.ObligationsMeasure) bool {
-		if m.Count == 1 && (m.FirstReceivedAt == 0 || now.Sub(time.UnixMilli(m.FirstReceivedAt)) >= c.o.RollAge) {
+	enough := func(m *store.ObligationsMeasure) bool {
+		if m.Count >= 1 && (m.FirstReceivedAt == 0 || now.Sub(time.UnixMilli(m.FirstReceivedAt)) >= c.o.RollAge) {
 			return true // the oldest is due (or its hook is missing: cleared at once)
 		}
 		return m.Count > maxSegmentRecords || c.estimate(m.Count, m.Charged) >= maxBytes
-	})
-	if err != nil || !m.Stopped {
-		return nil, err // none, or young and not a full segment yet
 	}
+	if !c.measured || c.measuredAfter != c.after {
+		c.waiting, c.measuredAfter, c.measured = store.ObligationsMeasure{Last: c.after}, c.after, true
+	}
+	m := &c.waiting
+	// The obligations measured on earlier ticks may have become due, or a full segment now that the
+	// stored/charged ratio moved: asked before measuring those committed since.
+	stop := m.Count > 0 && enough(m)
+	if !stop {
+		if err := db.MeasureMore(m, enough); err != nil {
+			c.measured = false
+			return nil, err
+		}
+		stop = m.Stopped
+	}
+	if !stop {
+		return nil, nil // none, or young and not a full segment yet: the measure waits with them
+	}
+	c.measured = false
 	s := &built{missing: c.missing[:0]}
 	if cap(c.b.buf) == 0 {
-		c.b.buf = make([]byte, 0, c.firstCap(db, &m))
+		c.b.buf = make([]byte, 0, c.firstCap(db, m))
 	}
 	c.b.Reset()
 	var charged, stored int64

@@ -186,6 +186,41 @@ func TestRollAgeWaitsForMore(t *testing.T) {
 	}
 }
 
+// Obligations waiting across ticks are measured once each (the measure is kept while they wait): the ticks
+// before they fill a segment write nothing, the one where the latest commit fills it writes a segment from the
+// oldest, and the obligations left after it wait again under a fresh measure.
+func TestWaitingObligationsFillASegmentAcrossTicks(t *testing.T) {
+	db := openStore(t, t.TempDir())
+	bs := newLocal(t)
+	clock := time.UnixMilli(now())
+	c := newTestCompactor(t, func() *store.DB { return db }, bs, func(o *CompactorOptions) {
+		o.RollBytes, o.RollAge = 4096, time.Hour
+		o.Now = func() time.Time { return clock }
+	})
+	// 1,000-byte bodies: the fifth fills 4 KiB less the segment's overhead by the charged sizes alone.
+	for i := range 4 {
+		commit(t, db, hookAt(clock.UnixMilli(), body(i, 1000)))
+		if res, err := c.Compact(context.Background()); err != nil || res.Segment != nil {
+			t.Fatalf("tick %d with %d young obligations compacted: %+v, %v", i+1, i+1, res, err)
+		}
+	}
+	commit(t, db, hookAt(clock.UnixMilli(), body(4, 1000)))
+	res, err := c.Compact(context.Background())
+	if err != nil || res.Segment == nil || res.Segment.Records != 3 || !res.More {
+		t.Fatalf("the tick after the fifth obligation: %+v, %v; want a segment of the first 3 and more", res, err)
+	}
+	if res, err := c.Compact(context.Background()); err != nil || res.Segment != nil {
+		t.Fatalf("the two left, young and short of a segment, compacted: %+v, %v", res, err)
+	}
+	clock = clock.Add(time.Hour)
+	if res, err := c.Compact(context.Background()); err != nil || res.Segment == nil || res.Segment.Records != 2 || res.More {
+		t.Fatalf("the two left, roll_ms old: %+v, %v", res, err)
+	}
+	if n := db.Counts().ArchivePending; n != 0 {
+		t.Fatalf("%d obligations left", n)
+	}
+}
+
 // Seed, Compactor row: "A failed blob write ends the tick and the same hooks are retried next tick". Every
 // stage's failure leaves the obligations and the hooks; the retry writes the same keys and loses nothing.
 func TestFailingBlobStoreRetriedNothingLost(t *testing.T) {

@@ -214,6 +214,7 @@ type ObligationsMeasure struct {
 	Count   int    // obligations measured
 	Charged int64  // the sum of their charged body sizes
 	First   uint64 // seq of the first (0: none)
+	Last    uint64 // seq of the last measured (where a later MeasureMore goes on from)
 	// FirstReceivedAt is the received_at (unix ms) of the first one's hook; 0 when that hook is missing or
 	// cannot be decoded.
 	FirstReceivedAt int64
@@ -227,12 +228,23 @@ type ObligationsMeasure struct {
 // with the measure after each obligation, returns true. The compactor asks it whether the oldest obligation is
 // due or the waiting ones fill a segment, without copying a byte of any other hook.
 func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) bool) (ObligationsMeasure, error) {
-	var m ObligationsMeasure
-	err := db.read(func() error {
-		if after == ^uint64(0) {
+	m := ObligationsMeasure{Last: after}
+	err := db.MeasureMore(&m, enough)
+	return m, err
+}
+
+// MeasureMore goes on with measure m (of MeasureObligations, or of an earlier MeasureMore that did not stop)
+// over the obligations after m.Last: a compactor waiting for its obligations to fill a segment measures each
+// one once, not once a tick for as long as it waits. Obligations committed later always come after m.Last (seqs
+// follow commit order); one deleted since it was measured (an erasure) is still counted, which can only make a
+// segment due early.
+func (db *DB) MeasureMore(m *ObligationsMeasure, enough func(*ObligationsMeasure) bool) error {
+	m.Stopped = false
+	return db.read(func() error {
+		if m.Last == ^uint64(0) {
 			return nil
 		}
-		lower := AppendArchiveKey(nil, after+1)
+		lower := AppendArchiveKey(nil, m.Last+1)
 		it, done := db.scanIter(cfIndex, lower, []byte{IndexArchive + 1})
 		defer done()
 		for it.Seek(lower); it.Valid(); it.Next() {
@@ -257,7 +269,8 @@ func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) 
 			}
 			m.Count++
 			m.Charged += int64(size)
-			if enough(&m) {
+			m.Last = seq
+			if enough(m) {
 				m.Stopped = true
 				break
 			}
@@ -267,7 +280,6 @@ func (db *DB) MeasureObligations(after uint64, enough func(*ObligationsMeasure) 
 		}
 		return nil
 	})
-	return m, err
 }
 
 // scanIter is boundedIter for the compactor's one-pass scans: the blocks it reads are not put into the block

@@ -174,6 +174,32 @@ func TestMeasureObligations(t *testing.T) {
 	}
 }
 
+// MeasureMore goes on from where a measure that did not stop ended: the obligations committed since are added,
+// none measured before is counted again, and the first one's head stays the measure's.
+func TestMeasureMore(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	first := []*Record{makeRecord(t, "t1", 100), makeRecord(t, "t1", 101), makeRecord(t, "t1", 102)}
+	seqs := commitArchived(t, db, first...)
+	all := func(*ObligationsMeasure) bool { return false }
+	m, err := db.MeasureObligations(0, all)
+	if err != nil || m.Count != 3 || m.Last != seqs[2] || m.Stopped {
+		t.Fatalf("MeasureObligations = %+v, %v", m, err)
+	}
+	if err := db.MeasureMore(&m, all); err != nil || m.Count != 3 || m.Charged != 303 {
+		t.Fatalf("MeasureMore with nothing new = %+v, %v", m, err)
+	}
+	later := []*Record{makeRecord(t, "t1", 200), makeRecord(t, "t1", 201)}
+	more := commitArchived(t, db, later...)
+	if err := db.MeasureMore(&m, func(m *ObligationsMeasure) bool { return m.Charged >= 503 }); err != nil ||
+		m.Count != 4 || m.Charged != 503 || m.Last != more[0] || !m.Stopped || m.First != seqs[0] ||
+		m.FirstReceivedAt != first[0].ReceivedAt || m.FirstBytes != len(first[0].Value) {
+		t.Fatalf("MeasureMore after two more = %+v, %v; want 4 obligations, 503 bytes, stopped at %d", m, err, more[0])
+	}
+	if err := db.MeasureMore(&m, all); err != nil || m.Count != 5 || m.Last != more[1] || m.Stopped {
+		t.Fatalf("MeasureMore to the end = %+v, %v", m, err)
+	}
+}
+
 func TestCatalogueSurvivesReopenAndDeleteSegment(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
