@@ -60,6 +60,7 @@ func (g *gauges) sample() {
 		g.i.tel.StoreMemory("block_cache_pinned", m.BlockCachePinned)
 		g.i.tel.StoreMemory("block_cache_capacity", m.BlockCacheCapacity)
 		g.i.tel.StoreMemory("memtables", m.Memtables)
+		g.i.tel.StoreMemory("memtables_pinned", m.MemtablesPinned)
 		g.i.tel.StoreMemory("table_readers", m.TableReaders)
 	}
 	g.i.tel.StoreUnavailable(g.i.health.StoreUnavailable(time.Now()))

@@ -12,6 +12,10 @@ type Memory struct {
 	BlockCacheCapacity uint64
 	// Memtables is the size of every column family's active and immutable memtables.
 	Memtables uint64
+	// MemtablesPinned is what flushed memtables still hold because a reader (an iterator, or a read's
+	// version) took them before the flush: freed when it is done, so a figure that keeps rising names a reader
+	// that is never done.
+	MemtablesPinned uint64
 	// TableReaders is what the open tables hold outside the block cache (their readers' own state).
 	TableReaders uint64
 }
@@ -27,8 +31,12 @@ func (db *DB) Memory() Memory {
 	m := Memory{BlockCache: db.cache.GetUsage(), BlockCachePinned: db.cache.GetPinnedUsage(),
 		BlockCacheCapacity: db.cache.GetCapacity()}
 	for _, cf := range db.cfs {
-		if v, ok := db.rdb.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", cf); ok {
-			m.Memtables += v
+		cur, ok := db.rdb.GetIntPropertyCF("rocksdb.cur-size-all-mem-tables", cf)
+		if ok {
+			m.Memtables += cur
+		}
+		if all, ok := db.rdb.GetIntPropertyCF("rocksdb.size-all-mem-tables", cf); ok && all > cur {
+			m.MemtablesPinned += all - cur
 		}
 		if v, ok := db.rdb.GetIntPropertyCF("rocksdb.estimate-table-readers-mem", cf); ok {
 			m.TableReaders += v

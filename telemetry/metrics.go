@@ -98,7 +98,7 @@ func newMetrics(instance string) *Metrics {
 			Name: "ankusa_store_reopen_total", Help: "Store reopens after a failed write, by result (ok|error).", ConstLabels: l,
 		}, []string{"result"}),
 		StoreMemory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "ankusa_store_memory_bytes", Help: "The store's memory outside the Go heap as RocksDB accounts it, by kind (block_cache, block_cache_pinned, block_cache_capacity, memtables, table_readers).", ConstLabels: l,
+			Name: "ankusa_store_memory_bytes", Help: "The store's memory outside the Go heap as RocksDB accounts it, by kind (block_cache, block_cache_pinned, block_cache_capacity, memtables, memtables_pinned: flushed memtables a reader still holds, table_readers).", ConstLabels: l,
 		}, []string{"kind"}),
 		CommitStalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ankusa_store_commit_stalls_total", Help: "Synced writes that ran longer than store.commit_stall_ms.", ConstLabels: l,
