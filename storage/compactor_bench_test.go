@@ -97,3 +97,87 @@ func BenchmarkCompactionWaiting(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime(b)-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
+
+// BenchmarkIngestWithCompaction measures what the storage role adds to each hook ingested, without the HTTP
+// side and the load generator of the loopback benchmark: groups of 25 hooks of 1 KiB (one sink each, so the
+// compactor deletes none) are committed one after another, alone (archive=false), or each with its archive
+// obligation while a compactor packs them (roll_ms 1 s, a tick a second, unpaced, as the loopback runs it)
+// and archives what is left after the last commit. It reports the process's CPU per hook (RocksDB's threads
+// and the fsyncs' kernel time included) and its user share; the storage role's cost per hook is the
+// difference between the two sub-benchmarks.
+func BenchmarkIngestWithCompaction(b *testing.B) {
+	const group = 25
+	for _, archive := range []bool{false, true} {
+		b.Run(fmt.Sprintf("archive=%v", archive), func(b *testing.B) {
+			db := openStore(b, b.TempDir())
+			c := newTestCompactor(b, func() *store.DB { return db }, newLocal(b), func(o *CompactorOptions) {
+				o.RollBytes, o.RollAge = 16<<20, time.Second
+			})
+			recs := make([]*store.Record, group)
+			var compactErr error
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			cpu0, user0 := cpuTimes(b)
+			go func() {
+				defer close(stopped)
+				if !archive {
+					return
+				}
+				t := time.NewTicker(time.Second)
+				defer t.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-t.C:
+					}
+					for {
+						res, err := c.Compact(context.Background())
+						if err != nil {
+							compactErr = err
+							return
+						}
+						if !res.More {
+							break
+						}
+					}
+				}
+			}()
+			n := 0
+			for b.Loop() {
+				at := now()
+				for j := range recs {
+					recs[j] = hookAt(at, body(n+j, 1024), store.SinkBinding{Index: 0, Type: "http"})
+					recs[j].Archive = archive
+				}
+				commit(b, db, recs...)
+				n += group
+			}
+			close(stop)
+			<-stopped
+			if compactErr != nil {
+				b.Fatal(compactErr)
+			}
+			for db.Counts().ArchivePending > 0 {
+				res, err := c.Compact(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Segment == nil && !res.More {
+					time.Sleep(50 * time.Millisecond) // the last obligations wait for roll_ms
+				}
+			}
+			cpu, user := cpuTimes(b)
+			b.ReportMetric(float64((cpu-cpu0).Nanoseconds())/float64(n), "cpu-ns/hook")
+			b.ReportMetric(float64((user-user0).Nanoseconds())/float64(n), "user-ns/hook")
+		})
+	}
+}
+
+// cpuTimes is the user+system and the user CPU time of the process so far.
+func cpuTimes(b *testing.B) (cpu, user time.Duration) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), time.Duration(ru.Utime.Nano())
+}
