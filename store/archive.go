@@ -435,6 +435,9 @@ func (db *DB) clearObligations(items []clearItem) (deleted int, err error) {
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
 	db.applyEditsLocked(nil)
+	for _, seq := range sc.hooks {
+		delete(db.markers, seq)
+	}
 	return len(sc.hooks), nil
 }
 

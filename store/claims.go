@@ -62,7 +62,23 @@ func (db *DB) PutClaimRef(seq uint64, ref string) error {
 			return fmt.Errorf("hook %d: %w", seq, ErrNotFound)
 		}
 		if err := db.rdb.PutCF(db.woAsync, db.cfs[cfIndex], AppendClaimKey(nil, seq), []byte(ref)); err != nil {
+			// Whether the put landed is unknown: the seq is kept, so the hook's deletion deletes the marker.
+			db.markers[seq] = struct{}{}
 			return &WriteError{Class: classify(err), Err: fmt.Errorf("cannot record the claim of hook %d: %w", seq, err)}
+		}
+		db.markers[seq] = struct{}{}
+		return nil
+	})
+}
+
+// loadMarkers fills db.markers with the seqs of the claim markers in the store (Open). Markers exist only for
+// hooks whose body went through the claim check, so the scan is short. A key that is no marker's is skipped:
+// no hook's deletion would delete it anyway.
+func (db *DB) loadMarkers() error {
+	db.markers = make(map[uint64]struct{})
+	return db.scan(cfIndex, []byte{IndexClaim}, func(k, _ []byte) error {
+		if seq, err := ParseClaimKey(k); err == nil {
+			db.markers[seq] = struct{}{}
 		}
 		return nil
 	})

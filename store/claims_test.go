@@ -145,3 +145,36 @@ func TestClaimMarkerKeptByDeadRowsAndTheArchive(t *testing.T) {
 		t.Fatalf("%d claim markers, want the dead hook's only", n)
 	}
 }
+
+// The store knows which hooks have a marker from what it finds at open: a marker recorded before a restart is
+// still deleted with its hook after it (an outcome deletes a marker only where the store knows of one).
+func TestClaimMarkerReclaimedAfterReopen(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	marked := makeRecord(t, "t1", 100, SinkBinding{Index: 0, Type: "nats"})
+	plain := makeRecord(t, "t1", 100, SinkBinding{Index: 0, Type: "nats"})
+	seq := commit(t, db, marked)
+	commit(t, db, plain)
+	if err := db.PutClaimRef(seq, testRef); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openTest(t, dir, nil)
+	wantClaimRef(t, db, seq, testRef)
+	cs := claim(t, db, ordOf(t, db, "t1"), time.Now().Add(time.Hour).UnixMilli(), 10, 0)
+	if len(cs) != 2 {
+		t.Fatalf("claimed %d rows, want 2", len(cs))
+	}
+	for i := range cs {
+		if err := db.Complete(&cs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantClaimRef(t, db, seq, "")
+	if n := claimMarkers(t, db); n != 0 {
+		t.Fatalf("%d claim markers left", n)
+	}
+	requireExactCounters(t, db)
+}

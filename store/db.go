@@ -181,6 +181,11 @@ type DB struct {
 	// inflight keys (ClaimDue, the outcomes, RecoverInflight, EraseTenantRows) changes it after its batch is
 	// written; a row claimed before the store opened is not in it, and RecoverInflight makes such rows due.
 	inflight map[InflightKey]struct{}
+	// markers holds the seq of every hook that may have a claim marker (claims.go): those found at open and
+	// those PutClaimRef recorded since, less those whose batch deleted them. A hook's deletion deletes its marker
+	// only when its seq is here, so the outcome of a hook that never had one (nearly all) writes no tombstone
+	// into the index CF's memtable between its other keys there.
+	markers map[uint64]struct{}
 
 	// qmu serialises the writes of the quarantine pen (quarantine.go) from reading the pen counters until their
 	// batch is written and applied, as cmu does for the queue counters; ReleaseQuarantine takes it after cmu. It
@@ -315,7 +320,10 @@ func (db *DB) open(fresh bool) error {
 	db.wro = grocksdb.NewDefaultReadOptions()
 	db.wro.SetVerifyChecksums(true)
 
-	return db.loadMeta(fresh)
+	if err := db.loadMeta(fresh); err != nil {
+		return err
+	}
+	return db.loadMarkers()
 }
 
 // loadMeta reads every meta key and tenant ordinal and checks them against each other and the hooks CF. A read

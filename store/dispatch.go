@@ -121,9 +121,6 @@ func (db *DB) claimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 			db.log.Error().Err(err).Uint64("seq", dk.Seq).Uint16("sink", dk.Sink).Msg("undecodable delivery row: dead-lettered")
 			continue
 		}
-		db.okey = InflightKey{Ord: ord, Seq: dk.Seq, Sink: dk.Sink}.Append(db.okey[:0])
-		db.oval = AppendInflightValue(db.oval[:0], size, dk.At)
-		wb.PutCF(index, db.okey, db.oval)
 		if row.State == StateScheduled {
 			e.counts.scheduled--
 		} else {
@@ -142,6 +139,14 @@ func (db *DB) claimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 	}
 	if !visited {
 		return dst, nil
+	}
+	// The inflight keys go in after every due key's deletion rather than between them: each run of keys enters
+	// the index CF's skip list next to the previous one instead of searching it from the top.
+	for i := start; i < len(dst); i++ {
+		c := &dst[i]
+		db.okey = InflightKey{Ord: ord, Seq: c.Seq, Sink: c.Sink}.Append(db.okey[:0])
+		db.oval = AppendInflightValue(db.oval[:0], c.Size, c.DueAt)
+		wb.PutCF(index, db.okey, db.oval)
 	}
 	db.putCountersLocked(wb)
 	if err := db.rdb.Write(db.woAsync, wb); err != nil {

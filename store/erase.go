@@ -138,6 +138,7 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 			return x, err
 		}
 	}
+	var unmarked []uint64 // the seqs whose claim markers the batch deletes
 	if err := db.scan(cfHooks, nil, func(k, v []byte) error {
 		h, err := DecodeHook(v)
 		if err != nil || h.Tenant != tenant {
@@ -171,6 +172,7 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 		} else if c != nil {
 			wb.DeleteCF(index, ck)
 			x.ClaimMarkers++
+			unmarked = append(unmarked, seq)
 			x.ClaimRefs = append(x.ClaimRefs, string(c))
 		}
 		return nil
@@ -265,6 +267,9 @@ func (db *DB) EraseTenantRows(tenant string) (Erased, error) {
 	}
 	if err := db.rdb.Write(db.wo, wb); err != nil {
 		return x, &WriteError{Class: classify(err), Err: err}
+	}
+	for _, seq := range unmarked {
+		delete(db.markers, seq)
 	}
 	if hasOrd {
 		delete(db.ords, tenant)

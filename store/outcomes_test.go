@@ -50,18 +50,40 @@ func TestGroupCompletingEveryRowOfAHookDeletesItOnce(t *testing.T) {
 			t.Fatalf("Complete %d: %v", i, err)
 		}
 	}
-	// One batch: two inflight keys, two rows, the hook and its claim marker once, the tenant's counters once.
+	// One batch: two inflight keys, two rows, the hook once, the tenant's counters once; no claim marker
+	// deletion, as the hook never had one.
 	db.cmu.Lock()
 	n := db.owb.Count()
 	db.cmu.Unlock()
-	if n != 7 {
-		t.Fatalf("the group's batch holds %d operations, want 7 (the hook and its marker deleted once, counters written once)", n)
+	if n != 6 {
+		t.Fatalf("the group's batch holds %d operations, want 6 (the hook deleted once, counters written once)", n)
 	}
 	if _, err := db.GetHook(first); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("hook after both rows completed in one group: %v", err)
 	}
 	if c := db.Counts(); c != (Counts{}) {
 		t.Fatalf("counts: %+v", c)
+	}
+	requireExactCounters(t, db)
+
+	// The same with a claim marker: it is deleted once, with the hook.
+	first = commit(t, db, makeRecord(t, "acme", 8, SinkBinding{Index: 0, Type: "http"}, SinkBinding{Index: 1, Type: "nats"}))
+	if err := db.PutClaimRef(first, "urn:ankusa:claim:v1:acme:01J0000000000000000000000"); err != nil {
+		t.Fatal(err)
+	}
+	got = claim(t, db, ordOf(t, db, "acme"), farFuture(), 10, 0)
+	errs = queueUnderHeldLock(t, db, func() error { return db.Complete(&got[0]) }, func() error { return db.Complete(&got[1]) })
+	if errs[0] != nil || errs[1] != nil {
+		t.Fatalf("Complete, Complete: %v", errs)
+	}
+	db.cmu.Lock()
+	n = db.owb.Count()
+	db.cmu.Unlock()
+	if n != 7 {
+		t.Fatalf("the group's batch holds %d operations, want 7 (the hook and its marker deleted once, counters written once)", n)
+	}
+	if _, ok, err := db.ClaimRef(first); err != nil || ok {
+		t.Fatalf("claim marker after its hook was deleted: %v, %v", ok, err)
 	}
 	requireExactCounters(t, db)
 
