@@ -21,6 +21,9 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 	if db == nil {
 		return outcome{result: telemetry.ResultError, class: classLost, reason: "store closed"}
 	}
+	// The store paces its outcome groups by the attempts still running: their outcomes join one write.
+	db.BeginAttempt()
+	defer db.EndAttempt()
 	// The claim read the hook with the row; a claim that could not is read here.
 	hook := c.Hook
 	c.Hook = nil // the outcome needs only the row; a retry claims the hook again

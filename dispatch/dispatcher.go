@@ -30,6 +30,8 @@ type Store interface {
 	Complete(c *store.Claimed) error
 	Reschedule(c *store.Claimed, attempts uint32, at int64, lastErr string) error
 	Bury(c *store.Claimed, attempts uint32, reason string, at int64) error
+	BeginAttempt()
+	EndAttempt()
 	RecoverInflight() (int, error)
 	LaneBlocks() (map[store.LaneKey]store.LaneBlock, error)
 	SetLaneBlock(k store.LaneKey, b store.LaneBlock) error

@@ -53,6 +53,10 @@ type Options struct {
 	// either is refused with ErrDedupeQuota. DedupeMaxEntriesPerSource (dedupe.max_entries_per_source) bounds
 	// those of one source over every tenant, so one sender cannot take a tenant's or the node's share.
 	DedupeMaxEntries, DedupeMaxEntriesPerTenant, DedupeMaxEntriesPerSource int64
+
+	// OutcomeInterval is the least time between two outcome groups while running delivery attempts have not
+	// queued their outcomes yet (outcomes.go): 0 means DefaultOutcomeInterval, < 0 no pacing.
+	OutcomeInterval time.Duration
 }
 
 // Faults lets tests inject failures into the commit path.
@@ -234,6 +238,10 @@ func Open(opts Options) (*DB, error) {
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
+	db.oq.interval, db.oq.hurry = opts.OutcomeInterval, make(chan struct{}, 1)
+	if db.oq.interval == 0 {
+		db.oq.interval = DefaultOutcomeInterval
+	}
 	if err := db.open(fresh); err != nil {
 		db.release()
 		return nil, &OpenError{Path: opts.Dir, Err: err}

@@ -1,0 +1,133 @@
+package store
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// pacedStore opens a store whose outcome groups are paced by a long interval, so a wait that does not end
+// early shows as a test running for it, and commits and claims n rows of one tenant. One more row is claimed
+// and completed first: the first group after a quiet interval never waits, the next ones do.
+func pacedStore(t *testing.T, n int) (*DB, []Claimed) {
+	t.Helper()
+	db := openWith(t, Options{Dir: t.TempDir(), OutcomeInterval: time.Hour})
+	commit(t, db, makeRecords(t, n+1, "t1")...)
+	cs := claim(t, db, ordOf(t, db, "t1"), time.Now().Add(time.Hour).UnixMilli(), n+1, 0)
+	if len(cs) != n+1 {
+		t.Fatalf("claimed %d rows, want %d", len(cs), n+1)
+	}
+	if err := db.Complete(&cs[0]); err != nil {
+		t.Fatal(err)
+	}
+	return db, cs[1:]
+}
+
+func outcomeGroups(db *DB) uint64 {
+	db.oq.mu.Lock()
+	defer db.oq.mu.Unlock()
+	return db.oq.groups
+}
+
+// settleWithin fails the test when fn has not returned within d: a paced leader that waited out its interval.
+func settleWithin(t *testing.T, d time.Duration, fn func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("outcomes not settled after %v", d)
+	}
+}
+
+// The outcomes of attempts running side by side go in one group, written as soon as every running attempt has
+// queued its outcome (not when the interval ends).
+func TestOutcomeGroupGathersRunningAttempts(t *testing.T) {
+	const n = 8
+	db, cs := pacedStore(t, n)
+	before := outcomeGroups(db)
+	errs := make([]error, n)
+	settleWithin(t, time.Minute, func() {
+		for range cs {
+			db.BeginAttempt()
+		}
+		var wg sync.WaitGroup
+		for i := range cs {
+			wg.Go(func() {
+				defer db.EndAttempt()
+				errs[i] = db.Complete(&cs[i])
+			})
+		}
+		wg.Wait()
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("Complete(%d): %v", i, err)
+		}
+	}
+	if g := outcomeGroups(db) - before; g != 1 {
+		t.Fatalf("%d outcome groups, want 1", g)
+	}
+	if c := db.Counts(); c.Inflight != 0 || c.Pending != 0 {
+		t.Fatalf("counts %+v after every row completed", c)
+	}
+	requireExactCounters(t, db)
+}
+
+// One attempt settling its rows one after another (an ordered lane) never waits for others.
+func TestOutcomeOfALoneAttemptDoesNotWait(t *testing.T) {
+	db, cs := pacedStore(t, 3)
+	settleWithin(t, time.Minute, func() {
+		for i := range cs {
+			db.BeginAttempt()
+			err := db.Complete(&cs[i])
+			db.EndAttempt()
+			if err != nil {
+				t.Errorf("Complete(%d): %v", i, err)
+			}
+		}
+	})
+	requireExactCounters(t, db)
+}
+
+// A Reschedule (the scheduler parking a row) ends a paced leader's wait: it never waits for attempts.
+func TestRescheduleEndsAPacedWait(t *testing.T) {
+	db, cs := pacedStore(t, 2)
+	db.BeginAttempt()
+	db.BeginAttempt() // a second attempt that does not answer: the first one's Complete waits for it
+	defer db.EndAttempt()
+	var err error
+	settleWithin(t, time.Minute, func() {
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			defer db.EndAttempt()
+			err = db.Complete(&cs[0])
+		})
+		// The Complete leads and waits for the other attempt (with a deadline, so a leader that did not wait
+		// fails the test rather than hanging it).
+		for deadline := time.Now().Add(30 * time.Second); outcomeQueued(db) == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		if err := db.Reschedule(&cs[1], 0, time.Now().UnixMilli(), "breaker_open"); err != nil {
+			t.Errorf("Reschedule: %v", err)
+		}
+		wg.Wait()
+	})
+	if err != nil {
+		t.Fatalf("Complete: %v", err)
+	}
+	if c := db.Counts(); c.Inflight != 0 || c.Scheduled != 1 {
+		t.Fatalf("counts %+v, want 1 scheduled and none in flight", c)
+	}
+	requireExactCounters(t, db)
+}
+
+func outcomeQueued(db *DB) int {
+	db.oq.mu.Lock()
+	defer db.oq.mu.Unlock()
+	return len(db.oq.queue)
+}
