@@ -26,6 +26,10 @@ type Claimed struct {
 	// be read then (the attempt reads it, and a hook that is really gone or damaged is dead-lettered there).
 	// Rows of one hook claimed together share it: nothing may change it.
 	Hook *Hook
+	// sole is set when the claim saw no other key of the hook in the deliveries CF (no other row, no delivered
+	// record): nothing adds one to a hook already committed, so its Complete deletes the hook (unless archived)
+	// without walking its rows again. Unset means unknown.
+	sole bool
 }
 
 // undecodableReason is the dead reason of a row whose delivery row cannot be decoded (inventory, GET /v1/dlq).
@@ -129,7 +133,8 @@ func (db *DB) claimDue(ord uint32, now int64, max int, maxBytes int64, dst []Cla
 		e.counts.pendingBytes -= int64(size)
 		e.counts.inflight++
 		claimedBytes += int64(size)
-		dst = append(dst, Claimed{Seq: dk.Seq, Sink: dk.Sink, Ord: ord, Size: size, DueAt: dk.At, Row: row})
+		dst = append(dst, Claimed{Seq: dk.Seq, Sink: dk.Sink, Ord: ord, Size: size, DueAt: dk.At, Row: row,
+			sole: rows.soleOf(dk.Seq)})
 	}
 	if err := it.Err(); err != nil {
 		return dst[:start], fmt.Errorf("cannot scan the due rows of tenant %d: %w", ord, err)
@@ -574,19 +579,24 @@ type cursor struct {
 	key  []byte // scratch for the caller's keys
 	from []byte
 	set  bool // from is set: the iterator has been positioned
+	// prev is the key right before the iterator's in the CF when prevOK: the iterator stepped from it.
+	prev   []byte
+	prevOK bool
 }
 
 // ge positions the iterator at the first key at or after key; false when there is none.
 func (c *cursor) ge(key []byte) bool {
 	if c.set && bytes.Compare(key, c.from) >= 0 {
 		for step := 0; c.it.Valid(); step++ {
-			if bytes.Compare(c.it.Key().Data(), key) >= 0 {
+			k := c.it.Key().Data()
+			if bytes.Compare(k, key) >= 0 {
 				c.from = append(c.from[:0], key...)
 				return true
 			}
 			if step == 2 {
 				break // too far behind: a seek costs less
 			}
+			c.prev, c.prevOK = append(c.prev[:0], k...), true
 			c.it.Next()
 		}
 		if !c.it.Valid() && c.it.Err() == nil {
@@ -596,7 +606,7 @@ func (c *cursor) ge(key []byte) bool {
 		}
 	}
 	c.it.Seek(key)
-	c.from, c.set = append(c.from[:0], key...), true
+	c.from, c.set, c.prevOK = append(c.from[:0], key...), true, false
 	return c.it.Valid()
 }
 
@@ -607,11 +617,34 @@ func (c *cursor) find(key []byte) bool {
 
 // moved tells the cursor the caller moved the iterator on (Next) past from.
 func (c *cursor) moved() {
+	c.prevOK = false
 	if c.it.Valid() {
 		c.from = append(c.from[:0], c.it.Key().Data()...)
 	} else {
 		c.set = false // an exhausted or failed iterator seeks again
 	}
+}
+
+// soleOf tells, with the iterator at a delivery row of hook seq (just found), whether it is the hook's only key
+// in the CF: the key before it (known only when the cursor stepped to the row) and the key after it belong to
+// other hooks. It steps the iterator past the row. False means not known.
+func (c *cursor) soleOf(seq uint64) bool {
+	if !c.it.Valid() {
+		return false
+	}
+	lower := c.prevOK && len(c.prev) >= HookKeyLen && binary.BigEndian.Uint64(c.prev) < seq
+	c.prev = append(c.prev[:0], c.it.Key().Data()...)
+	c.it.Next()
+	c.moved()
+	c.prevOK = c.it.Valid() // stepped from the row
+	if !lower {
+		return false
+	}
+	if !c.it.Valid() {
+		return c.it.Err() == nil // the row is the CF's last key
+	}
+	k := c.it.Key().Data()
+	return len(k) >= HookKeyLen && binary.BigEndian.Uint64(k) > seq
 }
 
 // row reads and decodes delivery row k, as readRow does.

@@ -301,10 +301,15 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 	deleteHook := false
 	if op.kind == outcomeComplete {
 		// Rows deleted earlier in the group count as gone, so of two sinks of one hook completing in one
-		// group (or in two) exactly the last one deletes the hook.
-		other, err := db.otherDeliveryLocked(c.Seq, c.Sink)
-		if err != nil {
-			return err
+		// group (or in two) exactly the last one deletes the hook. A row its claim saw alone has nothing to
+		// walk: no row or record can have joined it since.
+		other := false
+		q.found = q.found[:0]
+		if !c.sole {
+			var err error
+			if other, err = db.otherDeliveryLocked(c.Seq, c.Sink); err != nil {
+				return err
+			}
 		}
 		if !other {
 			archived, err := db.existsCF(cfIndex, AppendArchiveKey(db.okey[:0], c.Seq))

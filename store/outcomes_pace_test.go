@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -130,4 +131,66 @@ func outcomeQueued(db *DB) int {
 	db.oq.mu.Lock()
 	defer db.oq.mu.Unlock()
 	return len(db.oq.queue)
+}
+
+// A claim marks a row sole only when it saw no other key of its hook in the deliveries CF, so a Complete skips
+// the walk over the hook's rows only where there is nothing to find: never for a hook with another row (due or
+// dead) or a delivered record, and never for a row the claim reached by a seek.
+func TestClaimMarksOnlySoleRows(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	one := SinkBinding{Index: 0, Type: "http"}
+	two := []SinkBinding{{Index: 0, Type: "http"}, {Index: 1, Type: "nats"}}
+	single := commit(t, db, makeRecords(t, 3, "t1")...)
+	multi := commit(t, db, makeRecord(t, "t1", 8, two...))
+	last := commit(t, db, makeRecord(t, "t1", 8, one))
+	ord := ordOf(t, db, "t1")
+	cs := claim(t, db, ord, farFuture(), 10, 0)
+	if len(cs) != 6 {
+		t.Fatalf("claimed %d rows, want 6", len(cs))
+	}
+	want := map[uint64]bool{single: false, single + 1: true, single + 2: true, multi: false, last: true}
+	for _, c := range cs {
+		if c.sole != want[c.Seq] {
+			t.Errorf("row %d/%d: sole = %t, want %t", c.Seq, c.Sink, c.sole, want[c.Seq])
+		}
+	}
+	// The multi-sink hook: one row buried, the other put back; claimed again, the due row is not sole (the dead
+	// row is beside it), and its Complete keeps the hook for the dead row.
+	var due Claimed
+	for i := range cs {
+		c := &cs[i]
+		switch {
+		case c.Seq == multi && c.Sink == 0:
+			if err := db.Bury(c, 1, "test", 5); err != nil {
+				t.Fatal(err)
+			}
+		case c.Seq == multi:
+			if err := db.Reschedule(c, 1, 1, "retry"); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if err := db.Complete(c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, seq := range []uint64{single, single + 1, single + 2, last} {
+		if _, err := db.GetHook(seq); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("hook %d after its only row completed: %v", seq, err)
+		}
+	}
+	if cs = claim(t, db, ord, farFuture(), 10, 0); len(cs) != 1 {
+		t.Fatalf("claimed %d rows again, want 1", len(cs))
+	}
+	due = cs[0]
+	if due.Seq != multi || due.sole {
+		t.Fatalf("claimed %d/%d sole=%t, want %d/1 not sole", due.Seq, due.Sink, due.sole, multi)
+	}
+	if err := db.Complete(&due); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.GetHook(multi); err != nil {
+		t.Fatalf("hook with a dead row after its other row completed: %v", err)
+	}
+	requireExactCounters(t, db)
 }
