@@ -88,6 +88,9 @@ type outcomeQueue struct {
 	// rows walks the group's iterator over the deliveries CF (otherDeliveryLocked); its iterator is nil until
 	// the group needs it. A group's outcomes mostly come in claim order, so their rows mostly follow each other.
 	rows cursor
+	// arch walks the group's iterator over the archive obligations (archivedLocked), freed by archDone.
+	arch     cursor
+	archDone func()
 	// recorded are the delivered records of the group (their values in recBuf), put when the group's batch is
 	// complete unless an outcome of the group deleted their hook (gone); found are the stored records of the
 	// hook otherDeliveryLocked last walked (every one of them when it found no other row), which the outcome
@@ -236,6 +239,10 @@ func (db *DB) settleGroupLocked(group []*outcomeOp) {
 			q.rows.it.Close()
 			q.rows.it, q.rows.set = nil, false
 		}
+		if q.archDone != nil {
+			q.archDone()
+			q.arch.it, q.arch.set, q.archDone = nil, false, nil
+		}
 	}()
 	db.ed.reset()
 	wb := db.owb
@@ -312,7 +319,7 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 			}
 		}
 		if !other {
-			archived, err := db.existsCF(cfIndex, AppendArchiveKey(db.okey[:0], c.Seq))
+			archived, err := db.archivedLocked(c.Seq)
 			if err != nil {
 				return err
 			}
@@ -378,6 +385,28 @@ func (db *DB) addOutcomeLocked(wb *grocksdb.WriteBatch, op *outcomeOp) error {
 		e.counts.dead++
 	}
 	return nil
+}
+
+// archivedLocked tells whether hook seq has an archive obligation (under cmu). It walks one iterator per group,
+// bounded to the obligations, over the group's seqs in ascending order: where there are none (no storage
+// role), the group's first lookup finds the range empty and the others cost no read at all, where a point
+// read each cost about as much as the rest of the outcome's reads.
+func (db *DB) archivedLocked(seq uint64) (bool, error) {
+	q := &db.oq
+	if q.arch.it == nil {
+		it, done := db.boundedIter(cfIndex, []byte{IndexArchive}, []byte{IndexArchive + 1})
+		q.arch = cursor{it: it, key: q.arch.key, from: q.arch.from, prev: q.arch.prev}
+		q.archDone = done
+	}
+	c := &q.arch
+	c.key = AppendArchiveKey(c.key[:0], seq)
+	if c.find(c.key) {
+		return true, nil
+	}
+	if err := c.it.Err(); err != nil {
+		return false, fmt.Errorf("cannot read the archive obligation of hook %d: %w", seq, err)
+	}
+	return false, nil
 }
 
 // appendDeliveredOf appends the delivered record of c: its row's history with the final attempt c.Last (when

@@ -194,3 +194,44 @@ func TestClaimMarksOnlySoleRows(t *testing.T) {
 	}
 	requireExactCounters(t, db)
 }
+
+// One group completing hooks with and without an archive obligation, interleaved: each obligation keeps its
+// hook (and the delivery's record), each hook without one goes.
+func TestGroupKeepsTheArchivedHooksOnly(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	var seqs []uint64
+	archived := map[uint64]bool{}
+	for i := range 6 {
+		r := makeRecord(t, "t1", 8, SinkBinding{Index: 0, Type: "http"})
+		if i%2 == 1 {
+			seq := commitArchived(t, db, r)[0]
+			archived[seq] = true
+			seqs = append(seqs, seq)
+			continue
+		}
+		seqs = append(seqs, commit(t, db, r))
+	}
+	cs := claim(t, db, ordOf(t, db, "t1"), farFuture(), 10, 0)
+	if len(cs) != len(seqs) {
+		t.Fatalf("claimed %d rows, want %d", len(cs), len(seqs))
+	}
+	outs := make([]func() error, len(cs))
+	for i := range cs {
+		outs[i] = func() error { return db.Complete(&cs[i]) }
+	}
+	for i, err := range queueUnderHeldLock(t, db, outs...) {
+		if err != nil {
+			t.Fatalf("Complete %d: %v", i, err)
+		}
+	}
+	for _, seq := range seqs {
+		_, err := db.GetHook(seq)
+		if archived[seq] && err != nil {
+			t.Errorf("archived hook %d: %v", seq, err)
+		}
+		if !archived[seq] && !errors.Is(err, ErrNotFound) {
+			t.Errorf("hook %d without an obligation kept: %v", seq, err)
+		}
+	}
+	requireExactCounters(t, db)
+}
