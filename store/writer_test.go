@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/ankusa-go/ankusa/test/poll"
 )
 
 // countingCommitter wraps a Committer to count its calls (the one method a fault needs).
@@ -194,6 +196,8 @@ func TestWriterMergesQueuedBatchesFromAllPartitionsIntoOneGroup(t *testing.T) {
 			t.Fatalf("seq %d missing from the merged group", first+uint64(i))
 		}
 	}
+	// OnCommit runs after the group's callers were answered: the second report may follow their results.
+	poll.True(t, 5*time.Second, "two commit reports", func() bool { mu.Lock(); defer mu.Unlock(); return len(infos) >= 2 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(infos) != 2 || infos[1].Records != len(all) || infos[1].Err != nil || infos[1].Bytes <= 0 {
