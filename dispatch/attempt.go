@@ -15,8 +15,9 @@ import (
 
 // attempt runs one delivery of c through r and settles the row in the store: completed,
 // rescheduled (a retry is a row due later, holding no slot) or buried. It never panics
-// on a sink's behalf: a raising sink is a transient failure.
-func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
+// on a sink's behalf: a raising sink is a transient failure. early, when not nil, is
+// called with a delivered row's outcome before the row is settled.
+func (d *Dispatcher) attempt(c store.Claimed, r route, early func(outcome)) outcome {
 	db := d.db()
 	if db == nil {
 		return outcome{result: telemetry.ResultError, class: classLost, reason: "store closed"}
@@ -110,6 +111,9 @@ func (d *Dispatcher) attempt(c store.Claimed, r route) outcome {
 			d.tel.Attempt(r.typ, telemetry.ResultTimeout, took, false, 0, false)
 			return d.settle(db, &c, r, o, -1)
 		}
+	}
+	if early != nil && o.result == telemetry.ResultOK {
+		early(o)
 	}
 	return d.settle(db, &c, r, o, took)
 }

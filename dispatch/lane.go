@@ -34,7 +34,21 @@ func (l *laneActor) Receive(ctx actor.Context) {
 		return // no scheduler: the row stays claimed and is due again at the next start
 	}
 	tasks.Go(func(<-chan struct{}) { // false when stopping: the row stays claimed, as above
-		o := l.d.attempt(m.c, m.route)
-		root.Send(scheduler, &attemptDone{key: key, c: m.c, outcome: o})
+		sent := false
+		var early func(outcome)
+		if !m.route.ordered {
+			// A delivered row of an unordered lane frees its slot before its outcome is written: the write joins
+			// an outcome group and can take a while, the row stays claimed in the store until it lands, and a
+			// crash before then only delivers it again. An ordered lane waits, so that a crash can never deliver
+			// an earlier row again after a later one.
+			early = func(o outcome) {
+				sent = true
+				root.Send(scheduler, &attemptDone{key: key, c: m.c, outcome: o})
+			}
+		}
+		o := l.d.attempt(m.c, m.route, early)
+		if !sent {
+			root.Send(scheduler, &attemptDone{key: key, c: m.c, outcome: o})
+		}
 	})
 }
