@@ -397,6 +397,13 @@ type Store struct {
 	// CommitStallMS (default 5000): a synced write running longer than this flips /ready to 503
 	// commit_stalled and counts a stall; the write itself is still waited for. > 0.
 	CommitStallMS int `yaml:"commit_stall_ms"`
+	// BackgroundWriteMBPerSec (default 0: unpaced): the rate, in MiB/s, at which RocksDB's flushes and compactions may
+	// write. Unpaced, a memtable flush writes at the disk's full speed and the synced WAL writes of the acks
+	// wait behind it (the file system's journal commit orders them after its data); paced, they slip in
+	// between. It must stay well above the sustained ingest rate in bytes, or flushes fall behind and writes
+	// stall; flat out, ingest's flushes and compactions write several times its body bytes, so the default
+	// leaves them unpaced (docs/configuration.md has the measured trade). >= 0.
+	BackgroundWriteMBPerSec int `yaml:"background_write_mb_per_s"`
 }
 
 // Lifecycle is the lifecycle section: the sinks every source and tenant change is published to, as a

@@ -124,6 +124,7 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"store.reopen_min_ms", "store: {reopen_min_ms: 0}", nil, "store.reopen_min_ms", "must be > 0"},
 		{"store.reopen_max_ms", "store: {reopen_max_ms: 1000}", nil, "store.reopen_max_ms", ">= store.reopen_min_ms"},
 		{"store.commit_stall_ms", "store: {commit_stall_ms: -1}", nil, "store.commit_stall_ms", "must be > 0"},
+		{"store.background_write_mb_per_s", "store: {background_write_mb_per_s: -1}", nil, "store.background_write_mb_per_s", "must be >= 0"},
 		{"source id", "sources: {'bad id': {sinks: [{type: log}]}}", nil, "sources.bad id", "source id must match"},
 		{"reserved lifecycle id", "sources: {'ankusa:lifecycle': {sinks: [{type: log}]}}", nil, "sources.ankusa:lifecycle", "source id must match"},
 		{"source tenant", "sources: {gh: {tenant: 'x/y', sinks: [{type: log}]}}", nil, "sources.gh.tenant", "must match"},

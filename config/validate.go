@@ -132,6 +132,7 @@ func (c *Config) validate(ps *problems) {
 		ps.mustBe("store.reopen_max_ms", ">= store.reopen_min_ms", c.Store.ReopenMaxMS)
 	}
 	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
+	nonNegative(ps, "store.background_write_mb_per_s", c.Store.BackgroundWriteMBPerSec)
 	positive(ps, "health.sink_error_window_ms", c.Health.SinkErrorWindowMS)
 
 	if c.Debug.KillFile != "" && !c.Debug.Chaos {

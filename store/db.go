@@ -57,6 +57,11 @@ type Options struct {
 	// OutcomeInterval is the least time between two outcome groups while running delivery attempts have not
 	// queued their outcomes yet (outcomes.go): 0 means DefaultOutcomeInterval, < 0 no pacing.
 	OutcomeInterval time.Duration
+
+	// BackgroundWriteBytesPerSec paces the writes of RocksDB's flushes and compactions (store.background_write_
+	// mb_per_s); 0 leaves them unpaced. An unpaced flush writes its table at the disk's full speed, and a synced
+	// WAL write issued meanwhile waits for the journal commit that orders it after that data: the acks' tail.
+	BackgroundWriteBytesPerSec int64
 }
 
 // Faults lets tests inject failures into the commit path.
@@ -130,6 +135,8 @@ type DB struct {
 	dir    string
 	log    zerolog.Logger
 	faults *Faults
+	// bgWriteRate is Options.BackgroundWriteBytesPerSec (0: unpaced), kept for every reopen.
+	bgWriteRate int64
 
 	// closeMu is held shared by every operation on the RocksDB handles and exclusively by Close, so no handle
 	// is freed under a running call.
@@ -233,7 +240,7 @@ func Open(opts Options) (*DB, error) {
 	if err != nil {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
-	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
+	db := &DB{dir: opts.Dir, bgWriteRate: opts.BackgroundWriteBytesPerSec, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
 		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
@@ -305,6 +312,11 @@ func (db *DB) open(fresh bool) error {
 	// Flushes and compactions start writing out their tables every MiB instead of leaving the whole table to
 	// one fsync at its end, which on a journaling file system the synced WAL writes (the acks) wait behind.
 	o.SetBytesPerSync(1 << 20)
+	if db.bgWriteRate > 0 {
+		// Refilled every 10 ms, so a flush never writes more than a 100th of a second's budget in one burst
+		// (fairness 10: the default share of low-priority compaction writes against flushes).
+		o.SetRateLimiter(grocksdb.NewRateLimiter(db.bgWriteRate, 10_000, 10))
+	}
 
 	cfOpts := make([]*grocksdb.Options, cfCount)
 	for i := range cfOpts {

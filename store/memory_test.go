@@ -1,7 +1,9 @@
 package store
 
 import (
+	"crypto/rand"
 	"testing"
+	"time"
 
 	"github.com/linxGnu/grocksdb"
 )
@@ -47,5 +49,40 @@ func TestMemoryAccountsMemtablesAndCache(t *testing.T) {
 	}
 	if m := db.Memory(); m != (Memory{}) {
 		t.Fatalf("Memory after Close = %+v, want zeros", m)
+	}
+}
+
+// Options.BackgroundWriteBytesPerSec paces the flushes: 1.5 MiB of incompressible hooks paced at 1 MiB/s take
+// more than a second to flush (unpaced, this box flushes them in a few milliseconds), and the paced store
+// reopens and reads them back.
+func TestBackgroundWritesArePaced(t *testing.T) {
+	dir := t.TempDir()
+	db := openWith(t, Options{Dir: dir, BackgroundWriteBytesPerSec: 1 << 20})
+	recs := make([]*Record, 24)
+	for i := range recs {
+		h := Hook{ID: newID(), ReceivedAt: time.Now().UnixMilli(), Tenant: "acme", Source: "src",
+			ContentType: "application/octet-stream", Body: make([]byte, 64<<10)}
+		_, _ = rand.Read(h.Body) // incompressible: the flush writes every byte
+		recs[i] = &Record{ID: h.ID, Tenant: "acme", Source: "src", ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
+			Value: AppendHook(nil, &h), Sinks: []SinkBinding{{Type: "log"}}}
+	}
+	if _, err := db.CommitHooks(recs); err != nil {
+		t.Fatal(err)
+	}
+	fo := grocksdb.NewDefaultFlushOptions()
+	defer fo.Destroy()
+	start := time.Now()
+	if err := db.rdb.FlushCF(db.cfs[cfHooks], fo); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Fatalf("1.5 MiB flushed in %v at 1 MiB/s: the flush is not paced", took)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openWith(t, Options{Dir: dir, BackgroundWriteBytesPerSec: 1 << 20})
+	if _, err := db.GetHook(recs[len(recs)-1].Outcome.Seq); err != nil {
+		t.Fatalf("the last paced hook cannot be read back after a reopen: %v", err)
 	}
 }
