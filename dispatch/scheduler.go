@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/store"
@@ -69,7 +70,9 @@ type scheduler struct {
 	scanDue  bool
 	tasks    *task.Group // this incarnation's wake-ups and attempts (also d.tasks)
 	active   []uint32
-	claims   []store.Claimed
+	plan     *claimPlan // the claim page, reused
+	claiming bool       // a claim page is out
+	rescan   bool       // a scan was asked for while it was out
 }
 
 // NewSchedulerProps returns the scheduler's props.
@@ -89,6 +92,8 @@ func (s *scheduler) Receive(ctx actor.Context) {
 			s.timerAt = time.Time{}
 			s.scan(ctx)
 		}
+	case *claimPlan:
+		s.pageClaimed(ctx, m)
 	case *attemptDone:
 		s.done(ctx, m)
 	case *laneCrashed:
@@ -197,9 +202,19 @@ func (s *scheduler) claimCap(t *tenant) int {
 // scan claims due rows by deficit round-robin over the tenants with work due, hands out
 // slots, and sleeps until the earliest row due later. Its cost is the tenants with work
 // due: one seek each, whatever the backlog.
+//
+// The claim itself runs in a task, off the scheduler's goroutine: a page of rows takes
+// about as long to claim as a running attempt takes to answer, and the attempts that
+// answer meanwhile must get their next rows at once, not after the page (measured: with
+// the claim inline a third of the scheduler's time went to claiming, and that much of
+// the slots' time went idle waiting for it). One claim runs at a time; a scan asked for
+// meanwhile runs when it returns.
 func (s *scheduler) scan(ctx actor.Context) {
-	now := s.d.now()
-	nowMS := now.UnixMilli()
+	if s.claiming {
+		s.rescan = true
+		return
+	}
+	nowMS := s.d.now().UnixMilli()
 	s.active = s.db.ActiveTenants(s.active[:0])
 	slices.Sort(s.active)
 	// Rotate so the tenant the last page did not reach comes first.
@@ -207,69 +222,164 @@ func (s *scheduler) scan(ctx actor.Context) {
 	order := append(s.active[start:len(s.active):len(s.active)], s.active[:start]...)
 
 	page := min(s.d.set.Batch, s.d.set.MaxInflight-s.claimed)
-	var wakeAt int64
-	if page > 0 && len(order) > 0 {
-		share := max(1, page/len(order))
-		hungry := order[:0:0]
-		reached := 0
-		for _, ord := range order {
-			if page == 0 {
-				break
-			}
-			reached++
-			t := s.tenant(ord)
-			want := min(share, page, s.claimCap(t)-t.claimed)
-			if want <= 0 {
-				continue
-			}
-			got := s.claim(ctx, t, nowMS, want)
-			page -= got
-			if got == want {
-				hungry = append(hungry, ord)
-			} else if at, ok, err := s.db.NextDue(ord); err == nil && ok && at > nowMS && (wakeAt == 0 || at < wakeAt) {
-				wakeAt = at
-			}
-		}
-		// A tenant with less than its share left the rest to the others.
-		for _, ord := range hungry {
-			if page == 0 {
-				break
-			}
-			t := s.tenants[ord]
-			want := min(page, s.claimCap(t)-t.claimed)
-			if want > 0 {
-				page -= s.claim(ctx, t, nowMS, want)
-			}
-		}
-		if reached < len(order) {
-			s.cursor = order[reached]
-		} else if len(order) > 0 {
-			s.cursor = order[0] + 1
-		}
+	if page <= 0 || len(order) == 0 {
+		s.pump(ctx)
+		return
 	}
-	s.pump(ctx)
-	s.sleepUntil(ctx, wakeAt)
+	p := s.plan
+	if p == nil {
+		p = &claimPlan{owner: s}
+		s.plan = p
+	}
+	p.nowMS, p.page, p.bytesRoom, p.reached, p.wakeAt = nowMS, page, s.d.set.MaxInflightBytes-s.claimedBytes, 0, 0
+	p.reqs = p.reqs[:0]
+	for _, ord := range order {
+		t := s.tenant(ord)
+		r := claimReq{ord: ord, name: t.name, capLeft: s.claimCap(t) - t.claimed, tenantRoom: -1}
+		if t.win.MaxInflightBytes > 0 {
+			r.tenantRoom = t.win.MaxInflightBytes - t.claimedBytes
+		}
+		p.reqs = append(p.reqs, r)
+	}
+	db, log, self, root := s.db, s.d.log, ctx.Self(), ctx.ActorSystem().Root
+	s.claiming = true
+	if !s.tasks.Go(func(<-chan struct{}) {
+		p.run(db, log)
+		root.Send(self, p)
+	}) {
+		s.claiming = false // stopping: nothing is claimed
+	}
 }
 
-// claim moves up to want due rows of t into their lanes' queues; it returns how many.
-func (s *scheduler) claim(ctx actor.Context, t *tenant, nowMS int64, want int) int {
-	bytesRoom := s.d.set.MaxInflightBytes - s.claimedBytes
-	if t.win.MaxInflightBytes > 0 {
-		bytesRoom = min(bytesRoom, t.win.MaxInflightBytes-t.claimedBytes)
+// claimPlan is one scan's claim: what the scheduler may take per tenant, run by a task
+// (claimPlan.run), and what it took, handed back to the scheduler as a message. The
+// scheduler reuses it, so its buffers outlive the page; only one is out at a time.
+type claimPlan struct {
+	owner     *scheduler // the incarnation that asked: a restarted scheduler ignores its predecessor's
+	nowMS     int64
+	page      int   // rows the page may take over every tenant
+	bytesRoom int64 // body bytes the node may still claim
+	reqs      []claimReq
+	claims    []store.Claimed
+	reached   int   // tenants the page reached
+	wakeAt    int64 // the earliest due time after nowMS of a tenant that had less due than it was offered
+}
+
+// claimReq is one tenant's part of a claim page.
+type claimReq struct {
+	ord        uint32
+	name       string
+	capLeft    int   // rows it may still hold claimed
+	tenantRoom int64 // body bytes it may still hold claimed; < 0: no window of its own
+	spans      [][2]int
+	hungry     bool // took all it was offered in the first pass
+}
+
+// run claims the page: by deficit round-robin, each tenant in turn its share, then what
+// a tenant with less than its share left to those that took all of theirs.
+func (p *claimPlan) run(db Store, log zerolog.Logger) {
+	page := p.page
+	share := max(1, page/len(p.reqs))
+	for i := range p.reqs {
+		if page == 0 {
+			break
+		}
+		p.reached++
+		r := &p.reqs[i]
+		r.spans, r.hungry = r.spans[:0], false
+		want := min(share, page, r.capLeft)
+		if want <= 0 {
+			continue
+		}
+		got := p.claim(db, log, r, want)
+		page -= got
+		if got == want {
+			r.hungry = true
+		} else if at, ok, err := db.NextDue(r.ord); err == nil && ok && at > p.nowMS && (p.wakeAt == 0 || at < p.wakeAt) {
+			p.wakeAt = at
+		}
 	}
-	if bytesRoom <= 0 {
+	for i := range p.reqs[:p.reached] {
+		if page == 0 {
+			break
+		}
+		if r := &p.reqs[i]; r.hungry {
+			if want := min(page, r.capLeft); want > 0 {
+				page -= p.claim(db, log, r, want)
+			}
+		}
+	}
+}
+
+// claim takes up to want due rows of r's tenant into p.claims; it returns how many.
+func (p *claimPlan) claim(db Store, log zerolog.Logger, r *claimReq, want int) int {
+	room := p.bytesRoom
+	if r.tenantRoom >= 0 {
+		room = min(room, r.tenantRoom)
+	}
+	if room <= 0 {
 		return 0
 	}
+	from := len(p.claims)
 	var err error
-	s.claims, err = s.db.ClaimDue(t.ord, nowMS, want, bytesRoom, s.claims[:0])
+	p.claims, err = db.ClaimDue(r.ord, p.nowMS, want, room, p.claims)
 	if err != nil {
-		s.d.log.Error().Err(err).Str("tenant", t.name).Msg("cannot claim due rows")
+		log.Error().Err(err).Str("tenant", r.name).Msg("cannot claim due rows")
 		return 0
 	}
-	if len(s.claims) > 0 {
-		t.seen = s.d.now()
+	n := len(p.claims) - from
+	if n == 0 {
+		return 0
 	}
-	for _, c := range s.claims {
+	var bytes int64
+	for _, c := range p.claims[from:] {
+		bytes += int64(c.Size)
+	}
+	p.bytesRoom -= bytes
+	if r.tenantRoom >= 0 {
+		r.tenantRoom -= bytes
+	}
+	r.capLeft -= n
+	r.spans = append(r.spans, [2]int{from, len(p.claims)})
+	return n
+}
+
+// pageClaimed takes a claim page back from its task: its rows go to their lanes' queues,
+// the slots are handed out, and the scheduler sleeps until the earliest row due later.
+func (s *scheduler) pageClaimed(ctx actor.Context, p *claimPlan) {
+	if p.owner != s {
+		return // a predecessor's page: this incarnation's start made its rows due again
+	}
+	s.claiming = false
+	for i := range p.reqs[:p.reached] {
+		r := &p.reqs[i]
+		if len(r.spans) == 0 {
+			continue
+		}
+		t := s.tenant(r.ord)
+		t.seen = s.d.now()
+		for _, sp := range r.spans {
+			s.take(ctx, t, p.nowMS, p.claims[sp[0]:sp[1]])
+		}
+	}
+	if p.reached < len(p.reqs) {
+		s.cursor = p.reqs[p.reached].ord
+	} else {
+		s.cursor = p.reqs[0].ord + 1
+	}
+	clear(p.claims) // the lanes' queues hold the rows now, and with them their hooks
+	p.claims = p.claims[:0]
+	s.pump(ctx)
+	s.sleepUntil(ctx, p.wakeAt)
+	if s.rescan {
+		s.rescan = false
+		s.scan(ctx)
+	}
+}
+
+// take moves claimed rows of t into their lanes' queues.
+func (s *scheduler) take(ctx actor.Context, t *tenant, nowMS int64, claims []store.Claimed) {
+	for _, c := range claims {
 		s.claimed++
 		s.claimedBytes += int64(c.Size)
 		t.claimed++
@@ -294,9 +404,6 @@ func (s *scheduler) claim(ctx actor.Context, t *tenant, nowMS int64, want int) i
 		}
 		s.markReady(t, l)
 	}
-	n := len(s.claims)
-	clear(s.claims) // the lanes' queues hold the rows now, and with them their hooks
-	return n
 }
 
 func cmpSeq(a, b uint64) int {
