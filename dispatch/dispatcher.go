@@ -114,7 +114,8 @@ type Dispatcher struct {
 	// start. A stopping scheduler stops it, so no lane starts an attempt after that (the
 	// row stays claimed, due again at the next start) and the running ones are waited for.
 	tasks   atomic.Pointer[task.Group]
-	laneSeq atomic.Uint64 // lane actor names
+	workers atomic.Pointer[workers] // the running scheduler's attempt goroutines, in tasks
+	laneSeq atomic.Uint64           // lane actor names
 	// wrapLane configures every lane's props (the instance's kill injection under debug.chaos); nil: none.
 	wrapLane func(*actor.Props) *actor.Props
 }

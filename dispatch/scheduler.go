@@ -136,6 +136,7 @@ func (s *scheduler) start(ctx actor.Context) {
 	}
 	s.tasks = &task.Group{}
 	s.d.tasks.Store(s.tasks)
+	s.d.workers.Store(startWorkers(s.tasks, 2*s.d.set.Concurrency)) // twice: a worker settles its outcome after its slot is freed
 	self, root, notify := ctx.Self(), ctx.ActorSystem().Root, s.db.Notify()
 	s.tasks.Go(func(stop <-chan struct{}) {
 		for {
