@@ -27,12 +27,35 @@ type lane struct {
 	key     sinkKey
 	pid     *actor.PID
 	route   route
-	queue   []store.Claimed // claimed, not running; ordered lanes keep it sorted by seq
+	queue   []store.Claimed // claimed, not running; ordered lanes keep it sorted by seq (push, pop)
+	buf     []store.Claimed // queue's array from its start, reused once the queue is empty
 	running int
 	breaker breaker
 	idle    time.Time        // when it last went idle
 	block   *store.LaneBlock // ordered lanes: the head waiting for its retry
 	ready   bool             // listed in its tenant's ready ring
+}
+
+// push queues c. An empty queue starts again at the front of its array: popping from the front shrinks the
+// slice's capacity, and without the reuse every page of a busy lane was appended into a new array.
+func (l *lane) push(c store.Claimed) {
+	if len(l.queue) == 0 {
+		l.queue = l.buf[:0]
+	}
+	full := len(l.queue) == cap(l.queue)
+	l.queue = append(l.queue, c)
+	if full { // append moved the queue to a new array, which starts at its head
+		clear(l.buf[:cap(l.buf)]) // the old array's copies of the queued rows must not keep their hooks alive
+		l.buf = l.queue[:0]
+	}
+}
+
+// pop takes the head off the queue, clearing its slot so the array does not keep its hook alive.
+func (l *lane) pop() store.Claimed {
+	c := l.queue[0]
+	l.queue[0] = store.Claimed{}
+	l.queue = l.queue[1:]
+	return c
 }
 
 // tenant is the scheduler's view of one tenant with work.
@@ -380,7 +403,8 @@ func (s *scheduler) pageClaimed(ctx actor.Context, p *claimPlan) {
 
 // take moves claimed rows of t into their lanes' queues.
 func (s *scheduler) take(ctx actor.Context, t *tenant, nowMS int64, claims []store.Claimed) {
-	for _, c := range claims {
+	for i := range claims {
+		c := &claims[i] // not a copy: Bury takes its address, which would move every row's copy to the heap
 		s.claimed++
 		s.claimedBytes += int64(c.Size)
 		t.claimed++
@@ -392,14 +416,14 @@ func (s *scheduler) take(ctx actor.Context, t *tenant, nowMS int64, claims []sto
 			if !s.d.sourceKnown(c.Row.Source) {
 				reason = store.SourceGoneReason(c.Row.Source) // deleted while the row waited or was in flight
 			}
-			if err := s.db.Bury(&c, c.Row.Attempts, reason, nowMS); err != nil {
+			if err := s.db.Bury(c, c.Row.Attempts, reason, nowMS); err != nil {
 				s.d.log.Error().Err(err).Msg("cannot bury a row whose sink is gone")
 			}
-			s.release(t, &c)
+			s.release(t, c)
 			continue
 		}
 		l := s.lane(ctx, sinkKey{ord: t.ord, source: c.Row.Source, sink: c.Sink}, r)
-		l.queue = append(l.queue, c)
+		l.push(*c)
 		if r.ordered && len(l.queue) > 1 && l.queue[len(l.queue)-2].Seq > c.Seq {
 			slices.SortFunc(l.queue, func(a, b store.Claimed) int { return cmpSeq(a.Seq, b.Seq) })
 		}
@@ -531,14 +555,12 @@ func (s *scheduler) startOne(ctx actor.Context, t *tenant, now time.Time) bool {
 // head waits for its retry every later row of the lane is parked behind it.
 func (s *scheduler) nextOf(t *tenant, l *lane, now time.Time) (store.Claimed, bool) {
 	for len(l.queue) > 0 {
-		c := l.queue[0]
-		if l.block != nil && c.Seq != l.block.Seq {
-			s.park(t, &c, max(l.block.Until, now.UnixMilli())+1, "lane_blocked")
-			l.queue = l.queue[1:]
+		if l.block != nil && l.queue[0].Seq != l.block.Seq {
+			s.park(t, &l.queue[0], max(l.block.Until, now.UnixMilli())+1, "lane_blocked")
+			l.pop()
 			continue
 		}
-		l.queue = l.queue[1:]
-		return c, true
+		return l.pop(), true
 	}
 	return store.Claimed{}, false
 }
@@ -549,6 +571,7 @@ func (s *scheduler) parkLane(t *tenant, l *lane, until time.Time) {
 	for i := range l.queue {
 		s.park(t, &l.queue[i], until.UnixMilli(), "breaker_open")
 	}
+	clear(l.queue)
 	l.queue = l.queue[:0]
 }
 
@@ -677,9 +700,8 @@ func (s *scheduler) afterAttempt(t *tenant, l *lane, m *attemptDone, now time.Ti
 		}
 		// Rows already queued behind the head wait for it, holding no slot.
 		for len(l.queue) > 0 {
-			c := l.queue[0]
-			l.queue = l.queue[1:]
-			s.park(t, &c, b.Until+1, "lane_blocked")
+			s.park(t, &l.queue[0], b.Until+1, "lane_blocked")
+			l.pop()
 		}
 	case l.block != nil && l.block.Seq == m.c.Seq && m.outcome.class != classLost:
 		l.block = nil

@@ -41,8 +41,8 @@ type connPool struct {
 	closed bool
 }
 
-// get returns the most recently used idle connection, or a new one.
-func (p *connPool) get(ctx context.Context, now time.Time) (*conn, error) {
+// get returns the most recently used idle connection, or a new one dialled before dl.
+func (p *connPool) get(ctx context.Context, dl time.Time, now time.Time) (*conn, error) {
 	p.mu.Lock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		c := p.idle[n-1]
@@ -56,6 +56,8 @@ func (p *connPool) get(ctx context.Context, now time.Time) (*conn, error) {
 		_ = c.c.Close()
 	}
 	p.mu.Unlock()
+	ctx, cancel := context.WithDeadline(ctx, dl)
+	defer cancel()
 	return p.fresh(ctx)
 }
 

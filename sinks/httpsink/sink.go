@@ -100,8 +100,12 @@ func (s *sink) DeliverAnswered(ctx context.Context, e *sinks.Envelope) (int, err
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("httpsink: cannot deliver to %s: %w", s.target, err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	// The sink's timeout bounds the attempt as the connection's deadline (and a dial's context), not as a
+	// context of its own: that cost a timer, a cancel context and its propagation on every attempt.
+	dl := time.Now().Add(s.timeout)
+	if pd, ok := ctx.Deadline(); ok && pd.Before(dl) {
+		dl = pd
+	}
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer func() {
 		fasthttp.ReleaseRequest(req) // the body is the caller's again once Deliver returns: nothing holds it
@@ -110,7 +114,7 @@ func (s *sink) DeliverAnswered(ctx context.Context, e *sinks.Envelope) (int, err
 	if err := s.request(req, e); err != nil {
 		return 0, err
 	}
-	err := s.roundTrip(ctx, req, resp)
+	err := s.roundTrip(ctx, dl, req, resp)
 	if err == nil {
 		return resp.StatusCode(), s.answer(resp)
 	}
@@ -118,8 +122,8 @@ func (s *sink) DeliverAnswered(ctx context.Context, e *sinks.Envelope) (int, err
 	switch {
 	case ctx.Err() != nil:
 		err = ctx.Err() // the deadline (or the caller's cancellation) cut the connection short
-	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout():
-		err = context.DeadlineExceeded // the connection's deadline, which is the context's, fired first
+	case errors.Is(err, fasthttp.ErrTimeout), errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		err = context.DeadlineExceeded // the connection's (or the dial's) deadline fired
 	}
 	return 0, fmt.Errorf("httpsink: cannot deliver to %s: %w", s.target, err)
 }
@@ -127,13 +131,13 @@ func (s *sink) DeliverAnswered(ctx context.Context, e *sinks.Envelope) (int, err
 // roundTrip sends req and reads the answer's header and up to max_response_bytes of its body into resp. A
 // connection from the pool that fails before any answer (the destination closed it while idle) is replaced by
 // a new one once, as net/http does.
-func (s *sink) roundTrip(ctx context.Context, req *fasthttp.Request, resp *fasthttp.Response) error {
+func (s *sink) roundTrip(ctx context.Context, dl time.Time, req *fasthttp.Request, resp *fasthttp.Response) error {
 	for {
-		c, err := s.pool.get(ctx, s.now())
+		c, err := s.pool.get(ctx, dl, s.now())
 		if err != nil {
 			return err
 		}
-		answered, err := s.exchange(ctx, c, req, resp)
+		answered, err := s.exchange(ctx, dl, c, req, resp)
 		if err == nil || answered || !c.reused || ctx.Err() != nil {
 			return err
 		}
@@ -143,7 +147,7 @@ func (s *sink) roundTrip(ctx context.Context, req *fasthttp.Request, resp *fasth
 
 // exchange runs one request on c and gives c back to the pool or closes it; answered tells whether a response
 // header was read.
-func (s *sink) exchange(ctx context.Context, c *conn, req *fasthttp.Request, resp *fasthttp.Response) (answered bool, err error) {
+func (s *sink) exchange(ctx context.Context, dl time.Time, c *conn, req *fasthttp.Request, resp *fasthttp.Response) (answered bool, err error) {
 	// A cancellation or the deadline interrupts the blocked read or write at once.
 	stop := context.AfterFunc(ctx, func() { _ = c.c.SetDeadline(time.Unix(1, 0)) })
 	reusable := false
@@ -154,10 +158,8 @@ func (s *sink) exchange(ctx context.Context, c *conn, req *fasthttp.Request, res
 			s.pool.drop(c)
 		}
 	}()
-	if dl, ok := ctx.Deadline(); ok {
-		if err := c.c.SetDeadline(dl); err != nil {
-			return false, err
-		}
+	if err := c.c.SetDeadline(dl); err != nil {
+		return false, err
 	}
 	if err := req.Write(c.bw); err != nil {
 		return false, err
