@@ -6,7 +6,8 @@
 // queues them per sink key {tenant, source, sink index}, and hands running slots
 // round-robin across tenants and then across a tenant's keys, so a tenant with a slow
 // sink fills its own window and nobody else's. Lane actors, one per sink key, spawned on
-// demand and stopped when idle, run the attempts.
+// demand and stopped when idle, run the attempts. A claim page runs in a task and comes
+// back as a message, so the attempts answering meanwhile get their next rows at once.
 //
 // The invariants it owns: a row is settled (delivered, rescheduled or buried) only by
 // a write to the store, so a row claimed before a crash is due again at the next start;
