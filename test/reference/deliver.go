@@ -33,7 +33,7 @@ type DeliverOptions struct {
 // DeliverReport is what one Deliver run did.
 type DeliverReport struct {
 	Delivered int
-	Failed    int // POSTs that got no 2xx (retried until they do)
+	Failed    int           // POSTs that got no 2xx (retried until they do)
 	Elapsed   time.Duration // from before the store was opened until the last delete
 }
 
