@@ -310,7 +310,6 @@ func (p *claimPlan) run(db Store, log zerolog.Logger) {
 		}
 		p.reached++
 		r := &p.reqs[i]
-		r.spans, r.hungry = r.spans[:0], false
 		want := min(share, page, r.capLeft)
 		if want <= 0 {
 			continue

@@ -240,8 +240,9 @@ func Open(opts Options) (*DB, error) {
 	if err != nil {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
-	db := &DB{dir: opts.Dir, bgWriteRate: opts.BackgroundWriteBytesPerSec, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
-		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
+		bgWriteRate: opts.BackgroundWriteBytesPerSec,
+		notify:      make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
