@@ -125,6 +125,7 @@ func TestEveryRefusalNamesItsKeyPath(t *testing.T) {
 		{"store.reopen_max_ms", "store: {reopen_max_ms: 1000}", nil, "store.reopen_max_ms", ">= store.reopen_min_ms"},
 		{"store.commit_stall_ms", "store: {commit_stall_ms: -1}", nil, "store.commit_stall_ms", "must be > 0"},
 		{"store.background_write_mb_per_s", "store: {background_write_mb_per_s: -1}", nil, "store.background_write_mb_per_s", "must be >= 0"},
+		{"store.delete_mb_per_s", "store: {delete_mb_per_s: -1}", nil, "store.delete_mb_per_s", "must be >= 0"},
 		{"source id", "sources: {'bad id': {sinks: [{type: log}]}}", nil, "sources.bad id", "source id must match"},
 		{"reserved lifecycle id", "sources: {'ankusa:lifecycle': {sinks: [{type: log}]}}", nil, "sources.ankusa:lifecycle", "source id must match"},
 		{"source tenant", "sources: {gh: {tenant: 'x/y', sinks: [{type: log}]}}", nil, "sources.gh.tenant", "must match"},
@@ -386,7 +387,7 @@ func TestDefaultsAreFilledAndExplicitZeroesKept(t *testing.T) {
 		Fleet: Fleet{Store: FleetStore{KeyPrefix: "ankusa:fleet:"}, TimeoutMS: 50, BreakerFailures: 3,
 			BreakerOpenMS: 5000},
 		// Inventory E.1: "reopen (≤ once / 5 s); … retries open after 5, 10, 20, 40, 60 s".
-		Store: Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
+		Store: Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000, DeleteMBPerSec: 256},
 		// Inventory B.3 storage, backup and claim_check rows; verify_interval_ms is unpublished (ours: hourly).
 		Storage: Storage{Type: "local", S3: S3{Region: "us-east-1"}, RollBytes: 16 << 20, RollMS: 30_000,
 			IntervalMS: 1000, PacePercent: 25, MaxLagSegments: 4, MaxLagMS: 60_000, Codec: "raw"},
@@ -415,10 +416,12 @@ admin: {enabled: false}
 http: {port: 0}
 listener: {drain_delay_ms: 0}
 batcher: {max_delay_ms: 0}
+store: {delete_mb_per_s: 0}
 node: {roles: [edge]}
 sources: {gh: {sinks: [{type: log}]}}
 `, nil)
-	if c.Admin.Enabled || c.HTTP.Port != 0 || c.Listener.DrainDelayMS != 0 || !slices.Equal(c.Node.Roles, []string{"edge"}) {
+	if c.Admin.Enabled || c.HTTP.Port != 0 || c.Listener.DrainDelayMS != 0 || c.Store.DeleteMBPerSec != 0 ||
+		!slices.Equal(c.Node.Roles, []string{"edge"}) {
 		t.Fatalf("explicit zero values replaced by defaults: %+v", c)
 	}
 	if s := c.Sources["gh"]; s.Tenant != "default" {

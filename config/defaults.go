@@ -59,7 +59,7 @@ func Default() *Config {
 		RateLimits: RateLimits{Scope: ScopeNode},
 		Fleet: Fleet{Store: FleetStore{KeyPrefix: "ankusa:fleet:"}, TimeoutMS: 50, BreakerFailures: 3,
 			BreakerOpenMS: 5000},
-		Store:       Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000},
+		Store:       Store{ReopenMinMS: 5000, ReopenMaxMS: 60_000, CommitStallMS: 5000, DeleteMBPerSec: 256},
 		Storage:     defaultStorage(),
 		Backup:      defaultBackup(),
 		ClaimCheck:  defaultClaimCheck(),

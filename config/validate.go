@@ -133,6 +133,7 @@ func (c *Config) validate(ps *problems) {
 	}
 	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
 	nonNegative(ps, "store.background_write_mb_per_s", c.Store.BackgroundWriteMBPerSec)
+	nonNegative(ps, "store.delete_mb_per_s", c.Store.DeleteMBPerSec)
 	positive(ps, "health.sink_error_window_ms", c.Health.SinkErrorWindowMS)
 
 	if c.Debug.KillFile != "" && !c.Debug.Chaos {

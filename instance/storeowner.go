@@ -105,7 +105,8 @@ func (s *storeOwner) open() (*store.DB, error) {
 	db, err := store.Open(store.Options{Dir: cfg.StoreDir(), Log: s.i.log, Faults: s.i.opts.Faults,
 		DedupeMaxEntries: cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: cfg.Dedupe.MaxEntriesPerTenant,
 		DedupeMaxEntriesPerSource:  cfg.Dedupe.MaxEntriesPerSource,
-		BackgroundWriteBytesPerSec: int64(cfg.Store.BackgroundWriteMBPerSec) << 20})
+		BackgroundWriteBytesPerSec: int64(cfg.Store.BackgroundWriteMBPerSec) << 20,
+		DeleteBytesPerSec:          int64(cfg.Store.DeleteMBPerSec) << 20})
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,10 @@ type Options struct {
 	// mb_per_s); 0 leaves them unpaced. An unpaced flush writes its table at the disk's full speed, and a synced
 	// WAL write issued meanwhile waits for the journal commit that orders it after that data: the acks' tail.
 	BackgroundWriteBytesPerSec int64
+
+	// DeleteBytesPerSec (store.delete_mb_per_s) is the rate at which RocksDB deletes obsolete WAL and table
+	// files, a few MiB at a time (pacedelete.go); 0 deletes each file at once.
+	DeleteBytesPerSec int64
 }
 
 // Faults lets tests inject failures into the commit path.
@@ -137,6 +141,8 @@ type DB struct {
 	faults *Faults
 	// bgWriteRate is Options.BackgroundWriteBytesPerSec (0: unpaced), kept for every reopen.
 	bgWriteRate int64
+	// deleteRate is Options.DeleteBytesPerSec (0: files deleted at once), kept for every reopen.
+	deleteRate int64
 
 	// closeMu is held shared by every operation on the RocksDB handles and exclusively by Close, so no handle
 	// is freed under a running call.
@@ -241,8 +247,8 @@ func Open(opts Options) (*DB, error) {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
-		bgWriteRate: opts.BackgroundWriteBytesPerSec,
-		notify:      make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+		bgWriteRate: opts.BackgroundWriteBytesPerSec, deleteRate: opts.DeleteBytesPerSec,
+		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
@@ -317,6 +323,11 @@ func (db *DB) open(fresh bool) error {
 		// Refilled every 10 ms, so a flush never writes more than a 100th of a second's budget in one burst
 		// (fairness 10: the default share of low-priority compaction writes against flushes).
 		o.SetRateLimiter(grocksdb.NewRateLimiter(db.bgWriteRate, 10_000, 10))
+	}
+	if db.deleteRate > 0 {
+		if err := paceDeletes(o, db.deleteRate); err != nil {
+			return err
+		}
 	}
 
 	cfOpts := make([]*grocksdb.Options, cfCount)

@@ -2,6 +2,9 @@ package store
 
 import (
 	"crypto/rand"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +87,85 @@ func TestBackgroundWritesArePaced(t *testing.T) {
 	db = openWith(t, Options{Dir: dir, BackgroundWriteBytesPerSec: 1 << 20})
 	if _, err := db.GetHook(recs[len(recs)-1].Outcome.Seq); err != nil {
 		t.Fatalf("the last paced hook cannot be read back after a reopen: %v", err)
+	}
+}
+
+// Options.DeleteBytesPerSec reaches RocksDB (read back through the C handle pacedelete.go takes from
+// grocksdb's Options) and paces the deletion of an obsolete WAL file: once every column family is flushed,
+// the 6 MiB WAL the commits went to is moved to the trash and freed 4 MiB at a time at 1 MiB/s, where the
+// unpaced store unlinks it at once. A reopen deletes the trash a closed store left behind.
+func TestPacedDeletesReachRocksDB(t *testing.T) {
+	walFiles := func(dir string) (logs, trash []string) {
+		t.Helper()
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range ents {
+			switch n := e.Name(); {
+			case strings.HasSuffix(n, ".trash"):
+				trash = append(trash, n)
+			case strings.HasSuffix(n, ".log"):
+				logs = append(logs, n)
+			}
+		}
+		return logs, trash
+	}
+	flushAll := func(db *DB) (before []string) {
+		t.Helper()
+		recs := make([]*Record, 96)
+		for i := range recs {
+			h := Hook{ID: newID(), ReceivedAt: time.Now().UnixMilli(), Tenant: "acme", Source: "src",
+				ContentType: "application/octet-stream", Body: make([]byte, 64<<10)}
+			_, _ = rand.Read(h.Body)
+			recs[i] = &Record{ID: h.ID, Tenant: "acme", Source: "src", ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
+				Value: AppendHook(nil, &h), Sinks: []SinkBinding{{Type: "log"}}}
+		}
+		if _, err := db.CommitHooks(recs); err != nil {
+			t.Fatal(err)
+		}
+		before, _ = walFiles(db.dir)
+		fo := grocksdb.NewDefaultFlushOptions()
+		defer fo.Destroy()
+		for _, cf := range db.cfs {
+			if err := db.rdb.FlushCF(cf, fo); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return before
+	}
+
+	unpaced := openWith(t, Options{Dir: t.TempDir()})
+	if r := pacedDeleteRate(unpaced.opts); r != 0 {
+		t.Fatalf("unpaced store has a delete rate of %d", r)
+	}
+	before := flushAll(unpaced)
+	if logs, trash := walFiles(unpaced.dir); len(trash) != 0 || slices.Contains(logs, before[len(before)-1]) {
+		t.Fatalf("unpaced: WAL files %v and trash %v after every column family was flushed, want %s gone", logs, trash, before[len(before)-1])
+	}
+
+	dir := t.TempDir()
+	paced := openWith(t, Options{Dir: dir, DeleteBytesPerSec: 1 << 20})
+	if r := pacedDeleteRate(paced.opts); r != 1<<20 {
+		t.Fatalf("delete rate read back from RocksDB = %d, want %d", r, 1<<20)
+	}
+	before = flushAll(paced)
+	logs, trash := walFiles(dir)
+	if slices.Contains(logs, before[len(before)-1]) || !slices.Contains(trash, before[len(before)-1]+".trash") {
+		t.Fatalf("paced: WAL files %v and trash %v after every column family was flushed, want %s in the trash", logs, trash, before[len(before)-1])
+	}
+	if err := paced.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reopened := openWith(t, Options{Dir: dir, DeleteBytesPerSec: 256 << 20})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, trash = walFiles(reopened.dir); len(trash) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trash %v still there 10 s after a reopen", trash)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
