@@ -124,7 +124,8 @@ func TestAdminServesSampledGauges(t *testing.T) {
 		}
 		// The store's memory: the block cache reports the capacity it was opened with (64 MiB).
 		for _, want := range []string{`ankusa_store_next_seq{instance="gauges"} 1`, `ankusa_batcher_queue_records{instance="gauges"} 0`,
-			`ankusa_store_memory_bytes{instance="gauges",kind="block_cache_capacity"} 6.7108864e+07`} {
+			`ankusa_store_memory_bytes{instance="gauges",kind="block_cache_capacity"} 6.7108864e+07`,
+			`ankusa_store_trash_bytes{instance="gauges"} 0`} {
 			if !strings.Contains(string(b), want) {
 				return fmt.Errorf("no %s in the scrape", want)
 			}

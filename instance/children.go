@@ -62,6 +62,7 @@ func (g *gauges) sample() {
 		g.i.tel.StoreMemory("memtables", m.Memtables)
 		g.i.tel.StoreMemory("memtables_pinned", m.MemtablesPinned)
 		g.i.tel.StoreMemory("table_readers", m.TableReaders)
+		g.i.tel.StoreTrash(db.TrashBytes())
 	}
 	g.i.tel.StoreUnavailable(g.i.health.StoreUnavailable(time.Now()))
 }

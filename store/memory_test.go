@@ -149,7 +149,13 @@ func TestPacedDeletesReachRocksDB(t *testing.T) {
 	if r := pacedDeleteRate(paced.opts); r != 1<<20 {
 		t.Fatalf("delete rate read back from RocksDB = %d, want %d", r, 1<<20)
 	}
+	if b := unpaced.TrashBytes(); b != 0 {
+		t.Fatalf("unpaced store reports %d bytes of trash", b)
+	}
 	before = flushAll(paced)
+	if b := paced.TrashBytes(); b == 0 {
+		t.Fatal("paced store reports no trash right after its WAL went to the trash")
+	}
 	logs, trash := walFiles(dir)
 	if slices.Contains(logs, before[len(before)-1]) || !slices.Contains(trash, before[len(before)-1]+".trash") {
 		t.Fatalf("paced: WAL files %v and trash %v after every column family was flushed, want %s in the trash", logs, trash, before[len(before)-1])

@@ -36,3 +36,10 @@ extern "C" int64_t ankusa_paced_delete_rate(rocksdb_options_t* opts) {
 	}
 	return opts->rep.sst_file_manager->GetDeleteRateBytesPerSecond();
 }
+
+extern "C" uint64_t ankusa_paced_delete_trash(rocksdb_options_t* opts) {
+	if (!opts->rep.sst_file_manager) {
+		return 0;
+	}
+	return opts->rep.sst_file_manager->GetTotalTrashSize();
+}

@@ -41,3 +41,15 @@ func paceDeletes(o *grocksdb.Options, bytesPerSec int64) error {
 func pacedDeleteRate(o *grocksdb.Options) int64 {
 	return int64(C.ankusa_paced_delete_rate(optionsHandle(o)))
 }
+
+// TrashBytes is how many bytes of obsolete WAL and table files wait for their paced deletion
+// (store.delete_mb_per_s); 0 when deletions are not paced, and after Close. A figure that keeps growing means
+// the rate is below the rate the store writes at.
+func (db *DB) TrashBytes() uint64 {
+	db.closeMu.RLock()
+	defer db.closeMu.RUnlock()
+	if db.closed || db.deleteRate <= 0 || db.opts == nil {
+		return 0
+	}
+	return uint64(C.ankusa_paced_delete_trash(optionsHandle(db.opts)))
+}

@@ -19,6 +19,10 @@ char* ankusa_pace_deletes(rocksdb_options_t* opts, int64_t bytes_per_sec, uint64
 // ankusa_paced_delete_rate reads the rate back (0 when opts has no file manager).
 int64_t ankusa_paced_delete_rate(rocksdb_options_t* opts);
 
+// ankusa_paced_delete_trash is how many bytes of obsolete files wait for their deletion (0 without a file
+// manager). The database opened with opts shares its file manager.
+uint64_t ankusa_paced_delete_trash(rocksdb_options_t* opts);
+
 #ifdef __cplusplus
 }
 #endif

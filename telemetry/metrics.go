@@ -30,6 +30,7 @@ type Metrics struct {
 	StoreUnavailable prometheus.Gauge
 	StoreReopens     *prometheus.CounterVec // result: ok|error
 	StoreMemory      *prometheus.GaugeVec   // kind
+	StoreTrash       prometheus.Gauge
 	CommitStalls     prometheus.Counter
 	// SourcesWithoutDedupe counts the configured sources with no dedupe (each also a boot warning).
 	SourcesWithoutDedupe prometheus.Gauge
@@ -100,6 +101,9 @@ func newMetrics(instance string) *Metrics {
 		StoreMemory: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "ankusa_store_memory_bytes", Help: "The store's memory outside the Go heap as RocksDB accounts it, by kind (block_cache, block_cache_pinned, block_cache_capacity, memtables, memtables_pinned: flushed memtables a reader still holds, table_readers).", ConstLabels: l,
 		}, []string{"kind"}),
+		StoreTrash: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "ankusa_store_trash_bytes", Help: "Obsolete WAL and table files waiting for their paced deletion (store.delete_mb_per_s); one that keeps growing means the rate is below the rate the store writes at.", ConstLabels: l,
+		}),
 		CommitStalls: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "ankusa_store_commit_stalls_total", Help: "Synced writes that ran longer than store.commit_stall_ms.", ConstLabels: l,
 		}),
@@ -115,7 +119,7 @@ func newMetrics(instance string) *Metrics {
 	})
 	reg.MustRegister(m.IngestPanics, m.IngestBodyBytes, m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
-		m.StoreReopens, m.StoreMemory, m.CommitStalls,
+		m.StoreReopens, m.StoreMemory, m.StoreTrash, m.CommitStalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.Dispatch = newDispatchMetrics(reg, l)
 	m.Trust = newTrustMetrics(reg, l)

@@ -131,6 +131,9 @@ func (t *Telemetry) StoreMemory(kind string, bytes uint64) {
 	t.Metrics.StoreMemory.WithLabelValues(kind).Set(float64(bytes))
 }
 
+// StoreTrash reports the bytes of obsolete store files waiting for their paced deletion (sampled).
+func (t *Telemetry) StoreTrash(bytes uint64) { t.Metrics.StoreTrash.Set(float64(bytes)) }
+
 // SourcesWithoutDedupe reports how many configured sources have no dedupe (each is also a
 // boot warning).
 func (t *Telemetry) SourcesWithoutDedupe(n int) { t.Metrics.SourcesWithoutDedupe.Set(float64(n)) }
