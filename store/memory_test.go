@@ -55,20 +55,26 @@ func TestMemoryAccountsMemtablesAndCache(t *testing.T) {
 	}
 }
 
+// incompressibleRecords is n hooks of 64 KiB of random bytes for tenant acme, to be flushed byte for byte.
+func incompressibleRecords(n int) []*Record {
+	recs := make([]*Record, n)
+	for i := range recs {
+		h := Hook{ID: newID(), ReceivedAt: time.Now().UnixMilli(), Tenant: "acme", Source: "src",
+			ContentType: "application/octet-stream", Body: make([]byte, 64<<10)}
+		_, _ = rand.Read(h.Body)
+		recs[i] = &Record{ID: h.ID, Tenant: "acme", Source: "src", ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
+			Value: AppendHook(nil, &h), Sinks: []SinkBinding{{Type: "log"}}}
+	}
+	return recs
+}
+
 // Options.BackgroundWriteBytesPerSec paces the flushes: 1.5 MiB of incompressible hooks paced at 1 MiB/s take
 // more than a second to flush (unpaced, this box flushes them in a few milliseconds), and the paced store
 // reopens and reads them back.
 func TestBackgroundWritesArePaced(t *testing.T) {
 	dir := t.TempDir()
 	db := openWith(t, Options{Dir: dir, BackgroundWriteBytesPerSec: 1 << 20})
-	recs := make([]*Record, 24)
-	for i := range recs {
-		h := Hook{ID: newID(), ReceivedAt: time.Now().UnixMilli(), Tenant: "acme", Source: "src",
-			ContentType: "application/octet-stream", Body: make([]byte, 64<<10)}
-		_, _ = rand.Read(h.Body) // incompressible: the flush writes every byte
-		recs[i] = &Record{ID: h.ID, Tenant: "acme", Source: "src", ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
-			Value: AppendHook(nil, &h), Sinks: []SinkBinding{{Type: "log"}}}
-	}
+	recs := incompressibleRecords(24)
 	if _, err := db.CommitHooks(recs); err != nil {
 		t.Fatal(err)
 	}
@@ -113,15 +119,7 @@ func TestPacedDeletesReachRocksDB(t *testing.T) {
 	}
 	flushAll := func(db *DB) (before []string) {
 		t.Helper()
-		recs := make([]*Record, 96)
-		for i := range recs {
-			h := Hook{ID: newID(), ReceivedAt: time.Now().UnixMilli(), Tenant: "acme", Source: "src",
-				ContentType: "application/octet-stream", Body: make([]byte, 64<<10)}
-			_, _ = rand.Read(h.Body)
-			recs[i] = &Record{ID: h.ID, Tenant: "acme", Source: "src", ReceivedAt: h.ReceivedAt, Size: uint32(len(h.Body)),
-				Value: AppendHook(nil, &h), Sinks: []SinkBinding{{Type: "log"}}}
-		}
-		if _, err := db.CommitHooks(recs); err != nil {
+		if _, err := db.CommitHooks(incompressibleRecords(96)); err != nil {
 			t.Fatal(err)
 		}
 		before, _ = walFiles(db.dir)
@@ -143,14 +141,14 @@ func TestPacedDeletesReachRocksDB(t *testing.T) {
 	if logs, trash := walFiles(unpaced.dir); len(trash) != 0 || slices.Contains(logs, before[len(before)-1]) {
 		t.Fatalf("unpaced: WAL files %v and trash %v after every column family was flushed, want %s gone", logs, trash, before[len(before)-1])
 	}
+	if b := unpaced.TrashBytes(); b != 0 {
+		t.Fatalf("unpaced store reports %d bytes of trash", b)
+	}
 
 	dir := t.TempDir()
 	paced := openWith(t, Options{Dir: dir, DeleteBytesPerSec: 1 << 20})
 	if r := pacedDeleteRate(paced.opts); r != 1<<20 {
 		t.Fatalf("delete rate read back from RocksDB = %d, want %d", r, 1<<20)
-	}
-	if b := unpaced.TrashBytes(); b != 0 {
-		t.Fatalf("unpaced store reports %d bytes of trash", b)
 	}
 	before = flushAll(paced)
 	if b := paced.TrashBytes(); b == 0 {

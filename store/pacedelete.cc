@@ -1,9 +1,7 @@
 #include "pacedelete.h"
 
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <memory>
 
 #include <rocksdb/env.h>
 #include <rocksdb/options.h>

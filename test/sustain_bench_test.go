@@ -68,8 +68,9 @@ func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Dura
 	spec := config.SinkSpec{Type: "log"}
 	var rec *load.Recorder
 	if typ == "http" {
-		// Closed when the trial ends, not with the benchmark: a recorder holds every id it received, and the
-		// recorders of earlier trials left on the heap made each later trial's collections longer.
+		// Closed when the trial ends and not handed to startRecorder, whose cleanup keeps it reachable until the
+		// benchmark ends: a recorder holds every id it received, and the recorders of earlier trials left on the
+		// heap made each later trial's collections longer.
 		var err error
 		if rec, err = load.StartRecorder("127.0.0.1:0"); err != nil {
 			b.Fatal(err)
