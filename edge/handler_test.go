@@ -433,7 +433,7 @@ func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 		r   reply
 		err error
 	}
-	done := make(chan answer, 2)
+	done := make(chan answer, 3)
 	post := func(n int) {
 		go func() {
 			r, err := postNoFatal(inst, fmt.Appendf(nil, `{"n":%d}`, n))
@@ -444,10 +444,11 @@ func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 	poll.True(t, 10*time.Second, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
 	post(1) // queued in the writer behind the group in flight
 	poll.True(t, 10*time.Second, "two records in the partition", func() bool { n, _ := queue(inst); return n == 2 })
-	// The writer crashes on the next message it receives: the held group's completion, once released.
+	// The writer crashes on the next message it receives: the batch of a third record, while the first group
+	// still holds the sync and the second waits in the writer's queue.
 	inst.Kill().Arm("edge/edge/writer")
-	release.Do(func() { close(h.gate) })
-	var got [2]reply
+	post(2)
+	var got [3]reply
 	for range 2 {
 		a := <-done
 		if a.err != nil {
@@ -455,11 +456,19 @@ func TestCrashedWriterAnswersQueuedRecordsAtOnce(t *testing.T) {
 		}
 		got[a.n] = a.r
 	}
-	got[0].expect(t, 201, "") // the group in flight answers its record before its completion crashes the writer
-	if got[1].status == 201 {
-		t.Fatalf("a record queued in a crashed writer was answered 201: %s", got[1].raw)
+	release.Do(func() { close(h.gate) })
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
 	}
-	got[1].expect(t, 503, "store_unavailable")
+	got[a.n] = a.r
+	got[0].expect(t, 201, "") // the group in flight answers its record: a crash never abandons a started group
+	for _, n := range []int{1, 2} {
+		if got[n].status == 201 {
+			t.Fatalf("record %d, queued in or crashing a writer, was answered 201: %s", n, got[n].raw)
+		}
+		got[n].expect(t, 503, "store_unavailable")
+	}
 	hs := hooks(t, inst)
 	if len(hs) != 1 || string(hs[0].Body) != `{"n":0}` {
 		t.Fatalf("store holds %d hooks; want only the one that was committing", len(hs))

@@ -74,9 +74,3 @@ type Batch struct {
 // BatchDone tells a batcher that every record of one of its batches was answered; the batch's Pendings may be
 // reused.
 type BatchDone struct{ Partition, Records int }
-
-// groupCommitted is sent by a commit task to the writer that started it.
-type groupCommitted struct {
-	gen      uint64
-	detached bool // the task kept the group (it awaits a confirm): the writer takes a new one
-}

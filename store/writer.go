@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,7 @@ type WriterOptions struct {
 	OnCommit        func(CommitInfo) // may be nil; called from the commit task after each group
 	// OnPanic may be nil; it is called on the writer's goroutine when handling a message panicked, before
 	// the panic goes on to the supervisor. The mailbox stays suspended until the writer is stopped, so
-	// batches queued in it or in the writer are answered only by their callers (the edge expires them).
+	// batches still in it are answered only by their callers (the edge expires them).
 	OnPanic func()
 	Log     zerolog.Logger
 	// MailboxMiddleware is added to the writer's mailbox (the props set their own mailbox, so mailbox metrics
@@ -51,7 +52,7 @@ type CommitInfo struct {
 
 // NewWriterProps returns the props of the writer actor: it merges every Batch queued from every partition into
 // one group, commits it with one synced CommitHooks in a commit task while the next group accumulates, and
-// answers each record from that task.
+// answers each record from that task, which then takes the next group from the queue itself.
 //
 // Invariants:
 //  1. At most one group of an incarnation is in its local write; Receive never blocks on it (only Stopping
@@ -65,13 +66,14 @@ type CommitInfo struct {
 //
 // A Stop is a system message and overtakes batches still in the mailbox; protoactor then drops them unseen, so
 // a mailbox middleware answers those too (ErrWriterStopped). A batch sent after the writer is gone is a dead
-// letter, answered by whoever subscribes to them. After a panic the mailbox is suspended until the stop, so the
-// batches in it and in the queue are answered by their callers, told through WriterOptions.OnPanic; the stop
-// cannot come first, because what is stopped before the writer waits for those callers. The props are for one
+// letter, answered by whoever subscribes to them. After a panic the batches the writer queued are answered
+// ErrWriterStopped and its task starts no further group; the mailbox is suspended until the stop, so the
+// batches still in it are answered by their callers, told through WriterOptions.OnPanic; the stop cannot come
+// first, because what is stopped before the writer waits for those callers. The props are for one
 // writer: spawn them once.
 func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
 	// shared outlives restarts: a restarted writer needs nothing from its predecessor, but Stop must still wait
-	// for a task its predecessor started, and group numbers must not repeat so a stale completion is ignored.
+	// for a task its predecessor started.
 	shared := &writerShared{log: opts.Log}
 	mw := append([]actor.MailboxMiddleware{stopDrain{shared}}, opts.MailboxMiddleware...)
 	return actor.PropsFromProducer(func() actor.Actor {
@@ -80,9 +82,11 @@ func NewWriterProps(db Committer, opts WriterOptions) *actor.Props {
 }
 
 // answerBatchOnPanic answers the records of a batch whose handling panicked (the panic
-// drops the message) with ErrWriterStopped, calls onPanic (whatever the message), then
-// lets the panic go on to the supervisor. Without it their callers would wait for their
-// deadline, and every restart behind the writer would wait with them.
+// drops the message) with ErrWriterStopped, ends the incarnation (its queued records are
+// answered ErrWriterStopped and its commit task starts no further group: a writer that
+// panicked commits nothing more), calls onPanic (whatever the message), then lets the
+// panic go on to the supervisor. Without it their callers would wait for their deadline,
+// and every restart behind the writer would wait with them.
 func answerBatchOnPanic(onPanic func()) actor.ReceiverMiddleware {
 	return func(next actor.ReceiverFunc) actor.ReceiverFunc {
 		return func(c actor.ReceiverContext, env *actor.MessageEnvelope) {
@@ -99,6 +103,9 @@ func answerBatchOnPanic(onPanic func()) actor.ReceiverMiddleware {
 						}
 						sendBatchDone(c.ActorSystem().Root, b)
 					}
+					if w, ok := c.Actor().(*writer); ok {
+						w.halt(c.ActorSystem().Root)
+					}
 					if onPanic != nil {
 						onPanic()
 					}
@@ -111,8 +118,7 @@ func answerBatchOnPanic(onPanic func()) actor.ReceiverMiddleware {
 }
 
 type writerShared struct {
-	tasks   task.Group // commit tasks of every incarnation; never stopped, only waited for
-	gen     atomic.Uint64
+	tasks   task.Group // commit and confirm tasks of every incarnation; never stopped, only waited for
 	root    atomic.Pointer[actor.RootContext]
 	stopped atomic.Bool
 	log     zerolog.Logger
@@ -141,14 +147,20 @@ type writer struct {
 	opts   WriterOptions
 	shared *writerShared
 
-	queue    []*Batch // arrived, not yet in a group
-	inflight uint64   // gen of the group in flight; 0 when idle
-	g        *group   // owned by the commit task while inflight != 0
+	// mu guards the fields below, which Receive and this incarnation's commit task share: the task takes the
+	// next group from the queue itself when its commit returns, so consecutive commits follow each other
+	// without a round trip through the mailbox (two goroutine hand-offs, on a loaded box each as long as a
+	// synced write, during which the disk idles and every queued caller waits). Neither side holds mu across
+	// anything slower than moving batches between slices.
+	mu      sync.Mutex
+	queue   []*Batch // arrived, not yet in a group
+	running bool     // the commit task is running; it owns g
+	stopped bool     // this incarnation stopped or is restarting: its task ends after the group it holds
+	g       *group
 }
 
 // group is one commit: the started records (parallel to recs) and the batches they came from.
 type group struct {
-	gen      uint64
 	pendings []*Pending
 	recs     []*Record
 	batches  []*Batch
@@ -171,51 +183,79 @@ func (w *writer) Receive(ctx actor.Context) {
 		// every batch it is handed.
 		w.shared.stopped.Store(false)
 	case *Batch:
-		w.queue = append(w.queue, m)
-		if w.inflight == 0 {
-			w.startGroup(ctx)
-		}
-	case *groupCommitted:
-		if m.gen != w.inflight {
-			return // a predecessor's group: its task already answered everyone
-		}
-		w.inflight = 0
-		if m.detached {
-			w.g = &group{} // the task still answers from the old one
-		} else {
-			w.g.reset()
-		}
-		w.startGroup(ctx)
+		w.enqueue(ctx.ActorSystem().Root, m)
 	case *actor.Restarting:
-		w.failQueued(ctx)
+		w.stop(ctx)
 	case *actor.Stopping:
 		w.shared.stopped.Store(true)
-		w.failQueued(ctx)
+		w.stop(ctx)
 		// The task answers its callers without the writer; waiting here only makes Stop return after the
 		// last synced write, so whoever closes the store next does not close it under a commit.
 		w.shared.tasks.Wait()
 	}
 }
 
-// startGroup builds the next group from the queue and starts its commit task. Batches whose records all
-// expired are answered at once and the next ones tried.
-func (w *writer) startGroup(ctx actor.Context) {
-	root := ctx.ActorSystem().Root
-	for len(w.queue) > 0 {
-		g := w.g
-		w.fill(g)
-		if len(g.pendings) == 0 {
-			for _, b := range g.batches {
-				sendBatchDone(root, b)
-			}
-			g.reset()
-			continue
-		}
-		g.gen = w.shared.gen.Add(1)
-		w.inflight = g.gen
-		self := ctx.Self()
-		w.shared.tasks.Go(func(<-chan struct{}) { w.commit(root, self, g) })
+// enqueue queues b and, when no commit task is running, starts one with the next group.
+func (w *writer) enqueue(root *actor.RootContext, b *Batch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.queue = append(w.queue, b)
+	if w.running || w.stopped {
 		return
+	}
+	if !w.nextGroupLocked(root) {
+		return
+	}
+	w.running = true
+	w.shared.tasks.Go(func(<-chan struct{}) { w.run(root) })
+}
+
+// stop ends the incarnation: every queued, unstarted record is answered ErrWriterStopped, and the task ends
+// once the group it holds is answered.
+func (w *writer) stop(ctx actor.Context) { w.halt(ctx.ActorSystem().Root) }
+
+func (w *writer) halt(root *actor.RootContext) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stopped = true
+	w.failQueuedLocked(root)
+}
+
+// nextGroupLocked fills w.g from the queue (under mu) and reports whether it holds a record to commit. Batches
+// whose records all expired are answered at once and the next ones tried.
+func (w *writer) nextGroupLocked(root *actor.RootContext) bool {
+	g := w.g
+	for len(w.queue) > 0 {
+		w.fill(g)
+		if len(g.pendings) > 0 {
+			return true
+		}
+		for _, b := range g.batches {
+			sendBatchDone(root, b)
+		}
+		g.reset()
+	}
+	return false
+}
+
+// run is the commit task: it commits w.g, then the next group the queue holds, until the queue is empty or the
+// incarnation stopped.
+func (w *writer) run(root *actor.RootContext) {
+	for {
+		if w.commit(root, w.g) {
+			w.g = &group{} // the group's confirm task still answers from the old one
+		} else {
+			w.g.reset()
+		}
+		w.mu.Lock()
+		more := !w.stopped && w.nextGroupLocked(root)
+		if !more {
+			w.running = false
+		}
+		w.mu.Unlock()
+		if !more {
+			return
+		}
 	}
 }
 
@@ -261,13 +301,12 @@ func (w *writer) fits(g *group, b *Batch) bool {
 	return true
 }
 
-// commit is the commit task: one synced CommitHooks for g, then every record's Result and every batch's
-// BatchDone, then the completion message to the writer. It touches no writer state.
-func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
+// commit is one group's commit: one synced CommitHooks for g, then every record's Result and every batch's
+// BatchDone. It reports whether g was handed to a confirm task (which then answers it) instead.
+func (w *writer) commit(root *actor.RootContext, g *group) (detached bool) {
 	start := time.Now()
 	if cc, ok := w.db.(ConfirmingCommitter); ok {
-		w.commitConfirm(root, self, g, cc, start)
-		return
+		return w.commitConfirm(root, g, cc, start)
 	}
 	_, err := commitRecovered(w.db, g.recs)
 	for i, p := range g.pendings {
@@ -279,13 +318,12 @@ func (w *writer) commit(root *actor.RootContext, self *actor.PID, g *group) {
 	if w.opts.OnCommit != nil {
 		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
 	}
-	root.Send(self, &groupCommitted{gen: g.gen})
+	return false
 }
 
-// commitConfirm is the commit task of a two-half commit: once the local write returned, the writer is told (a
-// message, not a wait) so the next group commits while this one waits for its confirm; the task keeps g and
-// answers its records when the confirm is in.
-func (w *writer) commitConfirm(root *actor.RootContext, self *actor.PID, g *group, cc ConfirmingCommitter, start time.Time) {
+// commitConfirm is the commit of a two-half commit: once the local write returned, a confirm task takes g and
+// answers its records when the confirm is in, so the next group commits while this one waits (it reports true).
+func (w *writer) commitConfirm(root *actor.RootContext, g *group, cc ConfirmingCommitter, start time.Time) bool {
 	var confirm func() error
 	err := func() (err error) {
 		defer func() {
@@ -296,27 +334,29 @@ func (w *writer) commitConfirm(root *actor.RootContext, self *actor.PID, g *grou
 		confirm, err = cc.CommitHooksConfirm(g.recs)
 		return err
 	}()
-	root.Send(self, &groupCommitted{gen: g.gen, detached: true})
-	if err == nil && confirm != nil {
-		err = confirm()
-		if err != nil {
-			for _, r := range g.recs {
-				if r.Outcome.Status == OutcomeCommitted {
-					r.Outcome = Outcome{Status: OutcomeRefused, Err: err}
+	w.shared.tasks.Go(func(<-chan struct{}) {
+		if err == nil && confirm != nil {
+			err = confirm()
+			if err != nil {
+				for _, r := range g.recs {
+					if r.Outcome.Status == OutcomeCommitted {
+						r.Outcome = Outcome{Status: OutcomeRefused, Err: err}
+					}
 				}
+				err = nil
 			}
-			err = nil
 		}
-	}
-	for i, p := range g.pendings {
-		answer(w.opts.Log, p, resultOf(g.recs[i], err))
-	}
-	for _, b := range g.batches {
-		sendBatchDone(root, b)
-	}
-	if w.opts.OnCommit != nil {
-		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
-	}
+		for i, p := range g.pendings {
+			answer(w.opts.Log, p, resultOf(g.recs[i], err))
+		}
+		for _, b := range g.batches {
+			sendBatchDone(root, b)
+		}
+		if w.opts.OnCommit != nil {
+			w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
+		}
+	})
+	return true
 }
 
 // commitRecovered turns a panic in the committer into an error for this group's callers: whether anything was
@@ -359,9 +399,8 @@ func answer(log zerolog.Logger, p *Pending, r Result) {
 	}
 }
 
-// failQueued answers every queued, unstarted record ErrWriterStopped and every queued batch BatchDone.
-func (w *writer) failQueued(ctx actor.Context) {
-	root := ctx.ActorSystem().Root
+// failQueuedLocked answers every queued, unstarted record ErrWriterStopped and every queued batch BatchDone.
+func (w *writer) failQueuedLocked(root *actor.RootContext) {
 	for _, b := range w.queue {
 		failBatch(root, w.opts.Log, b)
 	}

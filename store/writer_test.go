@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,21 @@ type writerRig struct {
 	writer *actor.PID
 	done   chan *BatchDone
 	batchr *actor.PID // stands in for the partition batchers: collects BatchDone
+	// received counts the batches the writer has handled (queued): the commit task takes the next group as soon
+	// as its commit returns, so a test that wants batches merged waits for them to be queued first.
+	received atomic.Int64
+}
+
+// receivedCounter is a mailbox middleware counting the batches the writer handled.
+type receivedCounter struct{ n *atomic.Int64 }
+
+func (receivedCounter) MailboxStarted()   {}
+func (receivedCounter) MessagePosted(any) {}
+func (receivedCounter) MailboxEmpty()     {}
+func (c receivedCounter) MessageReceived(m any) {
+	if _, ok := actor.UnwrapEnvelopeMessage(m).(*Batch); ok {
+		c.n.Add(1)
+	}
 }
 
 // crash makes the writer panic (test middleware), so its supervisor restarts it.
@@ -69,6 +85,7 @@ func newWriterRigWith(t *testing.T, opts WriterOptions, storeOpts Options) *writ
 			next(c, env)
 		}
 	}
+	opts.MailboxMiddleware = append(opts.MailboxMiddleware, receivedCounter{&r.received})
 	props := NewWriterProps(r.cc, opts).Configure(actor.WithReceiverMiddleware(panicker))
 	r.writer = r.system.Root.Spawn(props)
 	r.batchr = r.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
@@ -125,6 +142,12 @@ func (r *writerRig) batchDone() *BatchDone {
 	}
 }
 
+// waitQueued waits until the writer has handled n batches in all (the held group's included).
+func (r *writerRig) waitQueued(n int64) {
+	r.t.Helper()
+	poll.True(r.t, 10*time.Second, fmt.Sprintf("%d batches queued in the writer", n), func() bool { return r.received.Load() >= n })
+}
+
 // holdFirstGroup sends one record and holds its group's synced write; it returns that record.
 func (r *writerRig) holdFirstGroup() *Pending {
 	r.t.Helper()
@@ -164,7 +187,8 @@ func TestWriterMergesQueuedBatchesFromAllPartitionsIntoOneGroup(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait() // every batch is in the writer's mailbox, ahead of the held group's completion
+	wg.Wait()
+	r.waitQueued(1 + partitions*perPartition) // every batch is queued before the held group returns
 	r.gate.open()
 
 	hres := r.result(held)
@@ -217,6 +241,7 @@ func TestWriterBoundsGroupsByRecordsAndBytes(t *testing.T) {
 		all = append(all, ps...)
 		r.send(1, ps)
 	}
+	r.waitQueued(6)
 	r.gate.open()
 	r.result(held)
 	for _, p := range all {
@@ -268,6 +293,7 @@ func TestExpiredRecordIsNeverCommittedAndBurnsNoSeq(t *testing.T) {
 	if !ps[1].Expire() || !expired[0].Expire() || !expired[1].Expire() {
 		t.Fatal("Expire of a queued record returned false")
 	}
+	r.waitQueued(3)
 	r.gate.open()
 	h := r.result(held)
 	a, c := r.result(ps[0]), r.result(ps[2])
@@ -453,6 +479,7 @@ func TestWriterAnswersTheSecondOccurrenceInOneGroupDuplicate(t *testing.T) {
 	b := r.dedupePendings(1, "evt")
 	r.send(1, append(a, plain...))
 	r.send(2, b)
+	r.waitQueued(3)
 	r.gate.open()
 	h := r.result(held)
 	ra, rp, rb := r.result(a[0]), r.result(plain[0]), r.result(b[0])
