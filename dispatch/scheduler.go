@@ -627,23 +627,39 @@ func (s *scheduler) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, 
 }
 
 // laneCrashed frees the slot of an attempt a crashed lane never started and puts its row
-// back as due now, attempts unchanged. An ordered lane's queued rows go back with it, so
-// none of them runs before the row that was its head.
+// back as due now, attempts unchanged. An ordered lane's rows go back to their own place
+// in the due order (the time they were due at, when that is earlier), and the lane is
+// blocked on its head as for a retry: the parked rows reach the due index with the next
+// outcome group, and until then a scan finds only the lane's later rows, which the block
+// parks behind the head instead of running them first. Its queued rows go back with it.
 func (s *scheduler) laneCrashed(ctx actor.Context, m *laneCrashed) {
 	now := s.d.now()
+	at := now.UnixMilli()
 	t := s.tenant(m.key.ord)
 	s.running--
 	t.running--
 	if l := s.lanes[m.key]; l != nil {
 		l.running--
 		if l.route.ordered {
-			s.parkLane(t, l, now)
+			at = min(at, m.c.DueAt)
+			if l.block == nil || l.block.Seq != m.c.Seq {
+				b := store.LaneBlock{Seq: m.c.Seq, Until: at}
+				l.block = &b
+				if err := s.db.SetLaneBlock(store.LaneKey{Ord: m.key.ord, Sink: m.key.sink, Source: m.key.source}, b); err != nil {
+					s.d.log.Error().Err(err).Msg("cannot record an ordered lane's block")
+				}
+			}
+			for i := range l.queue {
+				s.park(t, &l.queue[i], min(now.UnixMilli(), l.queue[i].DueAt), "lane_crashed")
+			}
+			clear(l.queue)
+			l.queue = l.queue[:0]
 		}
 		if l.running == 0 && len(l.queue) == 0 {
 			l.idle = now
 		}
 	}
-	s.park(t, &m.c, now.UnixMilli(), "lane_crashed")
+	s.park(t, &m.c, at, "lane_crashed")
 	s.pump(ctx)
 }
 
