@@ -1,10 +1,14 @@
 package test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/instance"
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/test/load"
 )
@@ -60,11 +65,44 @@ func (t trial) String() string {
 		t.delivery.Missing, map[bool]string{true: "sustained", false: "NOT sustained"}[t.ok()])
 }
 
+// loadgenInline reports whether the open-loop trials drive their load from this process
+// (ANKUSA_BENCH_LOADGEN=inline) rather than from the ankusa-loadgen binary in a process of its own (the
+// default). A provider never runs inside the node's Go runtime: inline, the driver's workers wait in the same
+// run queues as the node's goroutines, and their late sends, which the open loop rightly counts as latency,
+// are charged to the node.
+func loadgenInline() bool { return os.Getenv("ANKUSA_BENCH_LOADGEN") == "inline" }
+
+var (
+	loadgenOnce sync.Once
+	loadgenBin  string
+	loadgenErr  error
+)
+
+// loadgenBinary builds cmd/ankusa-loadgen once, beside the package's ankusa binary.
+func loadgenBinary(b *testing.B) string {
+	b.Helper()
+	loadgenOnce.Do(func() {
+		loadgenBin = filepath.Join(filepath.Dir(binary), "ankusa-loadgen")
+		out, err := exec.Command("go", "build", "-o", loadgenBin, "github.com/ankusa-go/ankusa/cmd/ankusa-loadgen").CombinedOutput()
+		if err != nil {
+			loadgenErr = fmt.Errorf("cannot build ankusa-loadgen: %v: %s", err, out)
+		}
+	})
+	if loadgenErr != nil {
+		b.Fatal(loadgenErr)
+	}
+	return loadgenBin
+}
+
 // runTrial starts an instance whose source delivers to one sink of typ (http: a recorder), offers rate
 // hooks/s of bodyBytes open-loop for a warm-up and then d, samples the store's backlog every 250 ms, and
-// waits for every acknowledged hook to be delivered.
+// waits for every acknowledged hook to be delivered. The load (and the recorder) run in an ankusa-loadgen
+// process unless loadgenInline.
 func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Duration) trial {
 	b.Helper()
+	if !loadgenInline() {
+		return runTrialProcess(b, typ, rate, bodyBytes, d)
+	}
 	spec := config.SinkSpec{Type: "log"}
 	var rec *load.Recorder
 	if typ == "http" {
@@ -82,56 +120,25 @@ func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Dura
 		}()
 		spec = config.SinkSpec{Type: "http", Options: map[string]any{"url": rec.URL()}}
 	}
-	inst := startInstance(b, "sustain", func(c *config.Config) {
-		c.Admin.Enabled = false
-		c.Node.Roles = []string{config.RoleEdge, config.RoleDispatch}
-		c.Sources = map[string]config.Source{"sample": {Tenant: "default", Sinks: []config.SinkSpec{spec}}}
-	}, nil)
-	opts := load.Options{URL: ingestURL(inst, "/webhooks/sample"), Rate: rate, BodyBytes: bodyBytes,
-		Workers: min(2048, max(64, int(rate/100))), Timeout: 10 * time.Second}
+	inst := startTrialInstance(b, spec)
+	opts := trialOptions(inst, rate, bodyBytes)
 	if rec != nil {
 		opts.OnAcked = rec.Acked
 	}
 	warm := opts
-	warm.Duration = max(2*time.Second, d/6)
+	warm.Duration = trialWarmup(d)
 	if _, err := load.Run(context.Background(), warm); err != nil {
 		b.Fatal(err)
 	}
-	db := inst.Store()
-	var mu sync.Mutex
-	var samples []int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				c := db.Counts()
-				mu.Lock()
-				samples = append(samples, c.Pending+c.Scheduled+c.Inflight)
-				mu.Unlock()
-			}
-		}
-	}()
+	sampler := sampleBacklog(inst)
 	opts.Duration = d
 	rep, err := load.Run(context.Background(), opts)
-	close(stop)
-	<-sampled
+	tr := sampler.stop(rate, rep)
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := db.Counts()
-	tr := trial{rate: rate, ack: rep, backlogEnd: c.Pending + c.Scheduled + c.Inflight}
-	if third := len(samples) / 3; third > 0 {
-		tr.backlogHead, tr.backlogTail = mean(samples[:third]), mean(samples[len(samples)-third:])
-	}
 	if rec != nil {
-		tr.delivery = rec.Deliveries(context.Background(), time.Duration(tr.backlogEnd/max(int64(rate/4), 1)+30)*time.Second)
+		tr.delivery = rec.Deliveries(context.Background(), drainFor(tr))
 		tr.deliveryP99 = tr.delivery.P99
 		if tr.delivery.Missing > 0 {
 			b.Errorf("%s sink at %.0f/s: %d acknowledged hooks not delivered, e.g. %v", typ, rate, tr.delivery.Missing, tr.delivery.Missed)
@@ -141,6 +148,135 @@ func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Dura
 	}
 	if err := inst.Stop(); err != nil {
 		b.Fatal(err)
+	}
+	return tr
+}
+
+// runTrialProcess is runTrial with the load (and, for the http sink, the sink recorder) in an ankusa-loadgen
+// process: its --json reports are the trial's figures; the backlog is sampled here.
+func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d time.Duration) trial {
+	b.Helper()
+	spec, recAddr := config.SinkSpec{Type: "log"}, ""
+	if typ == "http" {
+		recAddr = "127.0.0.1:" + strconv.Itoa(freePort(b))
+		spec = config.SinkSpec{Type: "http", Options: map[string]any{"url": "http://" + recAddr + "/hooks"}}
+	}
+	inst := startTrialInstance(b, spec)
+	defer func() {
+		if err := inst.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}()
+	o := trialOptions(inst, rate, bodyBytes)
+	warm := trialWarmup(d)
+	// The drain bound covers a backlog of a few seconds of load; runTrial's bound, which depends on the backlog
+	// at the end, is not known before the process starts.
+	drain := d/2 + 30*time.Second
+	args := []string{"--url", o.URL, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
+		"--duration", d.String(), "--warmup", warm.String(), "--body-bytes", strconv.Itoa(bodyBytes),
+		"--workers", strconv.Itoa(o.Workers), "--timeout", o.Timeout.String(), "--json"}
+	if recAddr != "" {
+		args = append(args, "--recorder", recAddr, "--drain", drain.String())
+	}
+	cmd := exec.Command(loadgenBinary(b), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	// The measured span starts after the warm-up, in the other process: sampled from then, give or take the
+	// process's start.
+	time.Sleep(warm)
+	sampler := sampleBacklog(inst)
+	time.Sleep(d)
+	tr := sampler.stop(rate, load.Report{})
+	err := cmd.Wait()
+	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	if want := map[bool]int{true: 2, false: 1}[recAddr != ""]; len(lines) < want {
+		b.Fatalf("ankusa-loadgen: %v; stdout %q, stderr %q", err, stdout.Bytes(), stderr.Bytes())
+	}
+	if uerr := json.Unmarshal(lines[0], &tr.ack); uerr != nil {
+		b.Fatalf("ankusa-loadgen report %q: %v", lines[0], uerr)
+	}
+	if recAddr == "" {
+		if err != nil {
+			b.Fatalf("ankusa-loadgen: %v: %s", err, stderr.Bytes())
+		}
+		tr.deliveryP99 = latencyQuantile(inst, typ, 0.99)
+		return tr
+	}
+	if uerr := json.Unmarshal(lines[1], &tr.delivery); uerr != nil {
+		b.Fatalf("ankusa-loadgen delivery report %q: %v", lines[1], uerr)
+	}
+	tr.deliveryP99 = tr.delivery.P99
+	if tr.delivery.Missing > 0 {
+		b.Errorf("http sink at %.0f/s: %d acknowledged hooks not delivered, e.g. %v", rate, tr.delivery.Missing, tr.delivery.Missed)
+	} else if err != nil {
+		b.Fatalf("ankusa-loadgen: %v: %s", err, stderr.Bytes())
+	}
+	return tr
+}
+
+// startTrialInstance starts the instance of a trial: edge and dispatch, one source delivering to spec.
+func startTrialInstance(b *testing.B, spec config.SinkSpec) *instance.Instance {
+	return startInstance(b, "sustain", func(c *config.Config) {
+		c.Admin.Enabled = false
+		c.Node.Roles = []string{config.RoleEdge, config.RoleDispatch}
+		c.Sources = map[string]config.Source{"sample": {Tenant: "default", Sinks: []config.SinkSpec{spec}}}
+	}, nil)
+}
+
+func trialOptions(inst *instance.Instance, rate float64, bodyBytes int) load.Options {
+	return load.Options{URL: ingestURL(inst, "/webhooks/sample"), Rate: rate, BodyBytes: bodyBytes,
+		Workers: min(2048, max(64, int(rate/100))), Timeout: 10 * time.Second}
+}
+
+// trialWarmup is the warm-up before a trial's measured span d: a sixth of it, at least 2 s.
+func trialWarmup(d time.Duration) time.Duration { return max(2*time.Second, d/6) }
+
+// drainFor bounds the wait for a trial's deliveries by the backlog it left.
+func drainFor(tr trial) time.Duration {
+	return time.Duration(tr.backlogEnd/max(int64(tr.rate/4), 1)+30) * time.Second
+}
+
+// backlogSampler samples an instance's backlog every 250 ms until stopped.
+type backlogSampler struct {
+	db      *store.DB
+	mu      sync.Mutex
+	samples []int64
+	halt    chan struct{}
+	done    chan struct{}
+}
+
+func sampleBacklog(inst *instance.Instance) *backlogSampler {
+	s := &backlogSampler{db: inst.Store(), halt: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-s.halt:
+				return
+			case <-t.C:
+				c := s.db.Counts()
+				s.mu.Lock()
+				s.samples = append(s.samples, c.Pending+c.Scheduled+c.Inflight)
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the trial at rate with ack report rep and the backlog figures.
+func (s *backlogSampler) stop(rate float64, rep load.Report) trial {
+	close(s.halt)
+	<-s.done
+	c := s.db.Counts()
+	tr := trial{rate: rate, ack: rep, backlogEnd: c.Pending + c.Scheduled + c.Inflight}
+	if third := len(s.samples) / 3; third > 0 {
+		tr.backlogHead, tr.backlogTail = mean(s.samples[:third]), mean(s.samples[len(s.samples)-third:])
 	}
 	return tr
 }
@@ -173,7 +309,9 @@ func latencyQuantile(inst *instance.Instance, typ string, q float64) time.Durati
 // sink), the highest open-loop rate at which over ANKUSA_BENCH_SUSTAIN_SECONDS (default 60) the backlog stays
 // bounded, ack p99 <= 10 ms and delivery p99 <= 1 s, and every acknowledged hook is delivered. The search
 // starts at a quarter of the ingest-only rate, grows by half while trials pass, then bisects twice between the
-// last pass and the first failure. It prints every trial and the result beside the ingest-only rate.
+// last pass and the first failure. It prints every trial and the result beside the ingest-only rate. The
+// trials' load comes from an ankusa-loadgen process (ANKUSA_BENCH_LOADGEN=inline: from this one; see
+// loadgenInline); the ingest-only rate is measured as the ingest reference's is, from this process.
 func BenchmarkSustainableRate(b *testing.B) {
 	d := sustainSeconds()
 	for i := 0; i < b.N; i++ {
@@ -241,7 +379,8 @@ func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) (floa
 
 // BenchmarkSteady5k offers 5,000 hooks/s of 10 KiB open-loop for ANKUSA_BENCH_SUSTAIN_SECONDS to an instance
 // delivering to a local HTTP sink recorder and prints ack p99 (target <= 5 ms) and delivery p99 (target
-// <= 500 ms), and checks that every acknowledged hook was delivered.
+// <= 500 ms), and checks that every acknowledged hook was delivered. The load and the recorder run in an
+// ankusa-loadgen process, as in BenchmarkSustainableRate.
 func BenchmarkSteady5k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i > 0 {

@@ -90,6 +90,23 @@ func (r Report) MarshalJSON() ([]byte, error) {
 	})
 }
 
+// UnmarshalJSON reads the form MarshalJSON writes (ankusa-loadgen --json), so a driver in another process
+// reports to a benchmark.
+func (r *Report) UnmarshalJSON(b []byte) error {
+	var j reportJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
+	*r = Report{Sent: j.Sent, Accepted: j.Accepted, Duplicates: j.Duplicates, Shed: j.Shed, RateLimited: j.RateLimited,
+		Errors: j.Errors, StatusCounts: j.StatusCounts, Elapsed: time.Duration(j.ElapsedSeconds * float64(time.Second)),
+		AcceptedPerSec: j.AcceptedPerSec, P50: d(j.P50), P90: d(j.P90), P99: d(j.P99), P999: d(j.P999), Max: d(j.Max)}
+	if r.StatusCounts == nil {
+		r.StatusCounts = map[int]int64{}
+	}
+	return nil
+}
+
 // MetricReporter is the part of *testing.B that ReportTo needs; taking it keeps the
 // testing package out of this library's imports.
 type MetricReporter interface {
