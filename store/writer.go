@@ -199,8 +199,12 @@ func (w *writer) Receive(ctx actor.Context) {
 func (w *writer) enqueue(root *actor.RootContext, b *Batch) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.stopped {
+		failBatch(root, w.opts.Log, b) // nothing would ever take it from the queue
+		return
+	}
 	w.queue = append(w.queue, b)
-	if w.running || w.stopped {
+	if w.running {
 		return
 	}
 	if !w.nextGroupLocked(root) {
