@@ -313,6 +313,13 @@ func (w *writer) commit(root *actor.RootContext, g *group) (detached bool) {
 		return w.commitConfirm(root, g, cc, start)
 	}
 	_, err := commitRecovered(w.db, g.recs)
+	w.answerGroup(root, g, err, start)
+	return false
+}
+
+// answerGroup sends every record of g its Result (err: the group's) and every batch its BatchDone, then reports
+// the commit that started at start.
+func (w *writer) answerGroup(root *actor.RootContext, g *group, err error, start time.Time) {
 	for i, p := range g.pendings {
 		answer(w.opts.Log, p, resultOf(g.recs[i], err))
 	}
@@ -322,7 +329,6 @@ func (w *writer) commit(root *actor.RootContext, g *group) (detached bool) {
 	if w.opts.OnCommit != nil {
 		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
 	}
-	return false
 }
 
 // commitConfirm is the commit of a two-half commit: once the local write returned, a confirm task takes g and
@@ -350,15 +356,7 @@ func (w *writer) commitConfirm(root *actor.RootContext, g *group, cc ConfirmingC
 				err = nil
 			}
 		}
-		for i, p := range g.pendings {
-			answer(w.opts.Log, p, resultOf(g.recs[i], err))
-		}
-		for _, b := range g.batches {
-			sendBatchDone(root, b)
-		}
-		if w.opts.OnCommit != nil {
-			w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
-		}
+		w.answerGroup(root, g, err, start)
 	})
 	return true
 }
