@@ -336,7 +336,9 @@ func latencyQuantile(inst *instance.Instance, typ string, q float64) time.Durati
 
 // BenchmarkSustainableRate is the headline figure of issue 11 in `make bench`: the flat-out ingest-only rate
 // (64 closed-loop connections, 1 KiB, no dispatch role), then, per sink (a local HTTP sink recorder, the log
-// sink), the highest open-loop rate at which over ANKUSA_BENCH_SUSTAIN_SECONDS (default 60) the backlog stays
+// sink), for an instance with the edge and dispatch roles (no storage role: the archive compactor, which a
+// default node also runs, takes its own share of the cores; storage.pace_percent in docs/configuration.md),
+// the highest open-loop rate at which over ANKUSA_BENCH_SUSTAIN_SECONDS (default 60) the backlog stays
 // bounded, ack p99 <= 10 ms and delivery p99 <= 1 s, and every acknowledged hook is delivered (a rate fails
 // when a second trial fails too; see searchRate). The search starts at a quarter of the ingest-only rate,
 // grows by half while trials pass, then bisects twice between the last pass and the first failure. It prints
