@@ -531,7 +531,7 @@ func (s *scheduler) startOne(ctx actor.Context, t *tenant, now time.Time) bool {
 			continue
 		}
 		if ok, until := l.breaker.allow(now); !ok {
-			s.parkLane(t, l, until)
+			s.parkLane(t, l, until, "breaker_open")
 			continue
 		}
 		c, ok := s.nextOf(t, l, now)
@@ -565,10 +565,10 @@ func (s *scheduler) nextOf(t *tenant, l *lane, now time.Time) (store.Claimed, bo
 }
 
 // parkLane puts every queued row of l back as due at until, attempts unchanged: an open
-// breaker spends no attempts and holds no slots.
-func (s *scheduler) parkLane(t *tenant, l *lane, until time.Time) {
+// breaker spends no attempts and holds no slots, and a crashed lane's rows wait for its head.
+func (s *scheduler) parkLane(t *tenant, l *lane, until time.Time, why string) {
 	for i := range l.queue {
-		s.park(t, &l.queue[i], until.UnixMilli(), "breaker_open")
+		s.park(t, &l.queue[i], until.UnixMilli(), why)
 	}
 	clear(l.queue)
 	l.queue = l.queue[:0]
@@ -627,39 +627,28 @@ func (s *scheduler) HandleFailure(sys *actor.ActorSystem, sup actor.Supervisor, 
 }
 
 // laneCrashed frees the slot of an attempt a crashed lane never started and puts its row
-// back as due now, attempts unchanged. An ordered lane's rows go back to their own place
-// in the due order (the time they were due at, when that is earlier), and the lane is
-// blocked on its head as for a retry: the parked rows reach the due index with the next
-// outcome group, and until then a scan finds only the lane's later rows, which the block
-// parks behind the head instead of running them first. Its queued rows go back with it.
+// back as due now, attempts unchanged. An ordered lane's queued rows go back with it, and
+// the lane is blocked on its head as for a retry: the parked head reaches the due index
+// only with the next outcome group, and a scan meanwhile finds the lane's later rows
+// alone, which the block parks behind the head instead of running them first.
 func (s *scheduler) laneCrashed(ctx actor.Context, m *laneCrashed) {
 	now := s.d.now()
-	at := now.UnixMilli()
 	t := s.tenant(m.key.ord)
 	s.running--
 	t.running--
 	if l := s.lanes[m.key]; l != nil {
 		l.running--
 		if l.route.ordered {
-			at = min(at, m.c.DueAt)
 			if l.block == nil || l.block.Seq != m.c.Seq {
-				b := store.LaneBlock{Seq: m.c.Seq, Until: at}
-				l.block = &b
-				if err := s.db.SetLaneBlock(store.LaneKey{Ord: m.key.ord, Sink: m.key.sink, Source: m.key.source}, b); err != nil {
-					s.d.log.Error().Err(err).Msg("cannot record an ordered lane's block")
-				}
+				s.blockLane(l, m.key, store.LaneBlock{Seq: m.c.Seq, Until: now.UnixMilli()})
 			}
-			for i := range l.queue {
-				s.park(t, &l.queue[i], min(now.UnixMilli(), l.queue[i].DueAt), "lane_crashed")
-			}
-			clear(l.queue)
-			l.queue = l.queue[:0]
+			s.parkLane(t, l, now, "lane_crashed")
 		}
 		if l.running == 0 && len(l.queue) == 0 {
 			l.idle = now
 		}
 	}
-	s.park(t, &m.c, at, "lane_crashed")
+	s.park(t, &m.c, now.UnixMilli(), "lane_crashed")
 	s.pump(ctx)
 }
 
@@ -697,7 +686,7 @@ func (s *scheduler) afterAttempt(t *tenant, l *lane, m *attemptDone, now time.Ti
 	case classTransient:
 		if l.breaker.failure(now) {
 			s.d.tel.Breaker(typ, t.name, m.key.source, "open")
-			s.parkLane(t, l, l.breaker.until)
+			s.parkLane(t, l, l.breaker.until, "breaker_open")
 		}
 	case classLost:
 		l.breaker.aborted()
@@ -709,10 +698,7 @@ func (s *scheduler) afterAttempt(t *tenant, l *lane, m *attemptDone, now time.Ti
 	switch {
 	case m.outcome.result == telemetry.ResultRetry:
 		b := store.LaneBlock{Seq: m.c.Seq, Until: m.outcome.next}
-		l.block = &b
-		if err := s.db.SetLaneBlock(k, b); err != nil {
-			s.d.log.Error().Err(err).Msg("cannot record an ordered lane's block")
-		}
+		s.blockLane(l, m.key, b)
 		// Rows already queued behind the head wait for it, holding no slot.
 		for len(l.queue) > 0 {
 			s.park(t, &l.queue[0], b.Until+1, "lane_blocked")
@@ -723,6 +709,15 @@ func (s *scheduler) afterAttempt(t *tenant, l *lane, m *attemptDone, now time.Ti
 		if err := s.db.ClearLaneBlock(k); err != nil {
 			s.d.log.Error().Err(err).Msg("cannot clear an ordered lane's block")
 		}
+	}
+}
+
+// blockLane makes the ordered lane l (of key) run only b's row until it is delivered, and records the block
+// so a restarted scheduler keeps it.
+func (s *scheduler) blockLane(l *lane, key sinkKey, b store.LaneBlock) {
+	l.block = &b
+	if err := s.db.SetLaneBlock(store.LaneKey{Ord: key.ord, Sink: key.sink, Source: key.source}, b); err != nil {
+		s.d.log.Error().Err(err).Msg("cannot record an ordered lane's block")
 	}
 }
 

@@ -185,10 +185,10 @@ func (w *writer) Receive(ctx actor.Context) {
 	case *Batch:
 		w.enqueue(ctx.ActorSystem().Root, m)
 	case *actor.Restarting:
-		w.stop(ctx)
+		w.halt(ctx.ActorSystem().Root)
 	case *actor.Stopping:
 		w.shared.stopped.Store(true)
-		w.stop(ctx)
+		w.halt(ctx.ActorSystem().Root)
 		// The task answers its callers without the writer; waiting here only makes Stop return after the
 		// last synced write, so whoever closes the store next does not close it under a commit.
 		w.shared.tasks.Wait()
@@ -214,10 +214,8 @@ func (w *writer) enqueue(root *actor.RootContext, b *Batch) {
 	w.shared.tasks.Go(func(<-chan struct{}) { w.run(root) })
 }
 
-// stop ends the incarnation: every queued, unstarted record is answered ErrWriterStopped, and the task ends
+// halt ends the incarnation: every queued, unstarted record is answered ErrWriterStopped, and the task ends
 // once the group it holds is answered.
-func (w *writer) stop(ctx actor.Context) { w.halt(ctx.ActorSystem().Root) }
-
 func (w *writer) halt(root *actor.RootContext) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -252,14 +250,12 @@ func (w *writer) run(root *actor.RootContext) {
 			w.g.reset()
 		}
 		w.mu.Lock()
-		more := !w.stopped && w.nextGroupLocked(root)
-		if !more {
+		if w.stopped || !w.nextGroupLocked(root) {
 			w.running = false
-		}
-		w.mu.Unlock()
-		if !more {
+			w.mu.Unlock()
 			return
 		}
+		w.mu.Unlock()
 	}
 }
 
