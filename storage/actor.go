@@ -8,6 +8,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/telemetry/task"
 )
@@ -47,9 +48,10 @@ type ActorOptions struct {
 // in flight; the result comes back as a message. A failed compaction waits Interval×2^failures (jittered ±20 %,
 // capped at 60 s) before the next try, which takes the same hooks. A restarted actor starts from the store.
 //
-// The compactor yields to ingest (pace): a compaction that worked d while hooks were committed is followed by a
-// pause of d×(100−PacePercent)/PacePercent before the next, so on a node whose cores ingest keeps busy it takes
-// at most PacePercent of the time, and its disk writes are spread out. The archive then lags, but boundedly:
+// The compactor yields to ingest (pace): while hooks are committed, every few ms of its work (Pacer) is followed
+// by a pause of that work×(100−PacePercent)/PacePercent, inside a compaction as well as after it, so on a node
+// whose cores ingest keeps busy it takes at most PacePercent of the time, and its reads, disk writes and store
+// batches are spread out instead of holding ingest's commits behind them for a whole compaction. The archive then lags, but boundedly:
 // once the backlog (pending obligations × the last segment's bytes per record) reaches MaxLagBytes, or the
 // newest hook of a segment that left more behind is MaxLagAge old, it runs flat out again until it is back
 // within both; with no commit during a compaction (ingest idle) it never pauses.
@@ -76,6 +78,7 @@ type compactorActor struct {
 	startedAt  time.Time // of the running compaction
 	seqAtStart uint64    // the store's next seq when it started: a commit since means ingest is busy
 	perRecord  float64   // segment bytes per record of the last segment, to weigh the backlog
+	lagging    bool      // the last compaction found the archive beyond max_lag_ms: the next is not paced
 }
 
 // compactTick asks for one compaction.
@@ -88,6 +91,7 @@ type compactDone struct {
 	retained  bool
 	deleted   int
 	retainErr error
+	unpaid    time.Duration // work since the pacer's last pause (the whole run when not paced)
 }
 
 func (a *compactorActor) Receive(ctx actor.Context) {
@@ -124,13 +128,21 @@ func (a *compactorActor) start(ctx actor.Context) {
 	}
 	retain := a.o.Compactor.Retention > 0 && now.Sub(a.lastRetain) >= a.o.RetentionEvery
 	cctx, cancel := context.WithCancel(context.Background())
+	var pace *Pacer
+	if db := a.o.Compactor.DB(); db != nil {
+		a.seqAtStart = db.NextSeq()
+		if !a.lagging && !a.behind(db, Result{}, now) {
+			pace = NewPacer(cctx, a.o.PacePercent, committing(db))
+		}
+	}
 	self, root, c := ctx.Self(), ctx.ActorSystem().Root, a.c
 	started := a.tasks.Go(func(<-chan struct{}) {
 		d := &compactDone{retained: retain}
-		d.res, d.err = c.Compact(cctx)
+		d.res, d.err = c.CompactPaced(cctx, pace)
 		if retain {
 			d.deleted, d.retainErr = c.Retain(cctx)
 		}
+		d.unpaid = pace.Unpaid(now)
 		root.Send(self, d)
 	})
 	if !started {
@@ -139,8 +151,17 @@ func (a *compactorActor) start(ctx actor.Context) {
 	}
 	a.running, a.cancel = true, cancel
 	a.startedAt = now
-	if db := a.o.Compactor.DB(); db != nil {
-		a.seqAtStart = db.NextSeq()
+}
+
+// committing tells, each time it is asked, whether db committed a hook since it was last asked (or made): the
+// pacer's sign that ingest is busy.
+func committing(db *store.DB) func() bool {
+	last := db.NextSeq()
+	return func() bool {
+		n := db.NextSeq()
+		busy := n != last
+		last = n
+		return busy
 	}
 }
 
@@ -184,7 +205,7 @@ func (a *compactorActor) done(ctx actor.Context, d *compactDone) {
 			Duration: s.Duration})
 	}
 	now := time.Now()
-	pause := a.pause(d.res, now.Sub(a.startedAt), now)
+	pause := a.pause(d.res, d.unpaid, now)
 	if pause > 0 {
 		a.notBefore = now.Add(pause)
 	}
@@ -219,17 +240,24 @@ func (a *compactorActor) pause(res Result, worked time.Duration, now time.Time) 
 	if s := res.Segment; s != nil && s.Records > 0 {
 		a.perRecord = float64(s.Segment.Bytes) / float64(s.Records)
 	}
-	if p <= 0 || p >= 100 || db == nil || worked <= 0 || db.NextSeq() == a.seqAtStart {
+	if db == nil {
 		return 0
 	}
-	if a.o.MaxLagBytes > 0 && float64(db.Counts().ArchivePending)*a.perRecord >= float64(a.o.MaxLagBytes) {
-		return 0
-	}
-	if s := res.Segment; s != nil && res.More && a.o.MaxLagAge > 0 &&
-		now.Sub(time.UnixMilli(s.Segment.MaxReceivedAt)) >= a.o.MaxLagAge {
+	a.lagging = a.behind(db, res, now)
+	if p <= 0 || p >= 100 || worked <= 0 || db.NextSeq() == a.seqAtStart || a.lagging {
 		return 0
 	}
 	return worked * time.Duration(100-p) / time.Duration(p)
+}
+
+// behind tells whether the archive lags beyond its bounds, so the compactor runs flat out: a backlog of
+// MaxLagBytes or more, or res's segment leaving more behind with its newest hook MaxLagAge old.
+func (a *compactorActor) behind(db *store.DB, res Result, now time.Time) bool {
+	if a.o.MaxLagBytes > 0 && float64(db.Counts().ArchivePending)*a.perRecord >= float64(a.o.MaxLagBytes) {
+		return true
+	}
+	s := res.Segment
+	return s != nil && res.More && a.o.MaxLagAge > 0 && now.Sub(time.UnixMilli(s.Segment.MaxReceivedAt)) >= a.o.MaxLagAge
 }
 
 // backoff is the wait after failures consecutive failed compactions: interval doubled per failure, ±20 %

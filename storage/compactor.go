@@ -124,6 +124,12 @@ func NewCompactor(o CompactorOptions) (*Compactor, error) {
 // The hooks are copied from the store's iterator straight into the segment (store.ScanObligations), never
 // cloned one by one; the segment a failed call built is kept and written again by the next.
 func (c *Compactor) Compact(ctx context.Context) (Result, error) {
+	return c.CompactPaced(ctx, nil)
+}
+
+// CompactPaced is Compact with its work spread by pace (nil: none): a Step every few dozen hooks read, between
+// the objects written, and between the store's catalogue and clearing batches.
+func (c *Compactor) CompactPaced(ctx context.Context, pace *Pacer) (Result, error) {
 	db := c.o.DB()
 	if db == nil {
 		return Result{}, &StageError{Stage: StageRead, Err: store.ErrClosed}
@@ -132,7 +138,7 @@ func (c *Compactor) Compact(ctx context.Context) (Result, error) {
 	s := c.retry
 	if s == nil {
 		var err error
-		if s, err = c.build(db); err != nil {
+		if s, err = c.build(db, pace); err != nil {
 			return Result{}, &StageError{Stage: StageRead, Err: err}
 		}
 		if s == nil {
@@ -141,25 +147,28 @@ func (c *Compactor) Compact(ctx context.Context) (Result, error) {
 	}
 	c.retry = s // until the catalogue batch succeeds
 	if len(s.hooks) == 0 {
-		if _, err := db.CatalogueSegment(nil, nil, s.missing); err != nil {
+		if _, err := db.CatalogueSegment(nil, nil, s.missing, pace.Step); err != nil {
 			return Result{}, &StageError{Stage: StageCatalogue, Err: err}
 		}
 		c.done(s)
 		return Result{More: s.more}, nil
 	}
 	e := s.e
-	if err := c.o.Blob.Put(ctx, e.SegmentKey, bytes.NewReader(s.seg), int64(len(s.seg))); err != nil {
+	if err := c.o.Blob.Put(ctx, e.SegmentKey, objectReader(s.seg, pace), int64(len(s.seg))); err != nil {
 		return Result{}, &StageError{Stage: StagePutSegment, Err: err}
 	}
-	if err := c.o.Blob.Put(ctx, e.IndexKey, bytes.NewReader(s.idx), int64(len(s.idx))); err != nil {
+	pace.Step()
+	if err := c.o.Blob.Put(ctx, e.IndexKey, objectReader(s.idx, pace), int64(len(s.idx))); err != nil {
 		return Result{}, &StageError{Stage: StagePutIndex, Err: err}
 	}
+	pace.Step()
 	day := Day(e.MinReceivedAt)
 	if err := c.writeManifest(ctx, db, day, &e, 0); err != nil {
 		return Result{}, &StageError{Stage: StageManifest, Err: err}
 	}
 	e.CreatedAt = c.o.Now().UnixMilli()
-	reclaimed, err := db.CatalogueSegment(&e, s.hooks, s.missing)
+	pace.Step()
+	reclaimed, err := db.CatalogueSegment(&e, s.hooks, s.missing, pace.Step)
 	if err != nil {
 		return Result{}, &StageError{Stage: StageCatalogue, Err: err}
 	}
@@ -172,7 +181,7 @@ func (c *Compactor) Compact(ctx context.Context) (Result, error) {
 // not fill RollBytes and the oldest is younger than RollAge. While the oldest is young the obligations are only
 // measured from their keys and charged sizes (store.MeasureMore: no hook is read but the oldest's head), each
 // once however many ticks it waits, and encoded by one scan once they fill it.
-func (c *Compactor) build(db *store.DB) (*built, error) {
+func (c *Compactor) build(db *store.DB, pace *Pacer) (*built, error) {
 	maxBytes := c.o.RollBytes - SegmentOverhead
 	now := c.o.Now()
 	enough := func(m *store.ObligationsMeasure) bool {
@@ -212,6 +221,9 @@ func (c *Compactor) build(db *store.DB) (*built, error) {
 			charged, stored = charged+int64(size), stored+int64(len(v))
 		}
 		c.add(s, seq, v)
+		if n%paceEvery == 0 {
+			pace.Step()
+		}
 		return nil
 	})
 	if err != nil || n == 0 {
@@ -241,6 +253,9 @@ func (c *Compactor) build(db *store.DB) (*built, error) {
 	s.e, s.seg, s.idx, s.hooks = e, seg, idx, hooks
 	return s, nil
 }
+
+// paceEvery is how many hooks the build reads between two pace steps: a few dozen µs of work at 1 KiB.
+const paceEvery = 64
 
 // firstCap is the capacity of the segment buffer's first allocation: the obligations waiting (at most
 // RollBytes' worth), each taken as big as the first one's hook and a quarter more, so one allocation holds the

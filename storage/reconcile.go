@@ -104,7 +104,7 @@ func Recatalogue(ctx context.Context, db *store.DB, bs blob.Store, node string, 
 				Msg("restore: segment left out of the catalogue, its hooks cannot be fetched")
 			continue
 		}
-		if _, err := db.CatalogueSegment(&e, hooks, nil); err != nil {
+		if _, err := db.CatalogueSegment(&e, hooks, nil, nil); err != nil {
 			return st, fmt.Errorf("storage: cannot catalogue %s: %w", l.key, err)
 		}
 		st.Catalogued++

@@ -21,8 +21,10 @@ import (
 //	'D', first_seq:64           → id:128 …: the ids of one segment, so deleting its row deletes its 'I' keys
 //	                              (those still pointing at it)
 //
-// Cataloguing a segment (CatalogueSegment) is two steps. The first, one batch, writes the segment row and its
-// 'I' and 'D' keys: from then on the hooks can be fetched. The second, under cmu, deletes the hooks' archive
+// Cataloguing a segment (CatalogueSegment) is two steps. The first writes the segment row and its 'D' key, then
+// its 'I' keys in batches of catalogueChunk (one batch of a segment's ~16,000 keys held every ingest commit
+// behind its memtable insert for 20 ms): once an 'I' key is written its hook can be fetched from the segment,
+// before it from the store, which holds it until the second step. The second, under cmu, deletes the hooks' archive
 // obligations and every hook the obligation was the last thing holding, with m:archive_pending, in batches of
 // clearChunk obligations (so an ingest commit waits for one chunk at most), each mostly range deletions (an
 // obligation or hook deleted key by key costs one memtable insert each, the compactor's largest cost when it
@@ -306,18 +308,22 @@ type FrameLocation struct {
 const archivedIDValueLen = 8 + 8 + 4
 
 // CatalogueSegment catalogues segment e (none when e is nil: every obligation was in missing) with the id keys
-// of hooks, in one unsynced batch (see the comment at the top of the file); then deletes the archive obligations of hooks and of missing (obligations
-// whose hook was gone) and every hook whose obligation was the last thing holding it (no delivery row left,
-// dead rows included), with m:archive_pending, in a second batch (see the comment at the top of the file). An
+// of hooks, in unsynced batches (see the comment at the top of the file); then deletes the archive obligations
+// of hooks and of missing (obligations whose hook was gone) and every hook whose obligation was the last thing
+// holding it (no delivery row left, dead rows included), with m:archive_pending, in further batches. An
 // obligation already gone (a second call for the same segment) is skipped, so the call is idempotent. The
-// second batch is built and written under cmu, so a dispatch outcome deciding whether to delete the same hook
-// sees the obligation or its absence, never half of it. It returns how many hooks it deleted.
-func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []uint64) (deleted int, err error) {
+// clearing batches are built and written under cmu, so a dispatch outcome deciding whether to delete the same
+// hook sees the obligation or its absence, never half of it. pace (nil: none) is called between two batches,
+// with no lock held: the compactor's pacing. It returns how many hooks it deleted.
+func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []uint64, pace func()) (deleted int, err error) {
 	if len(hooks) == 0 && len(missing) == 0 {
 		return 0, nil
 	}
+	if pace == nil {
+		pace = func() {}
+	}
 	if e != nil {
-		if err := db.putCatalogue(e, hooks); err != nil {
+		if err := db.putCatalogue(e, hooks, pace); err != nil {
 			return 0, err
 		}
 	}
@@ -332,6 +338,7 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 	// The clearing goes in chunks, each its own batch under cmu, so an ingest commit waits for at most one chunk
 	// (a crash between two leaves the later obligations, whose hooks are archived again).
 	for len(items) > 0 {
+		pace()
 		n := min(len(items), clearChunk)
 		d, err := db.clearObligations(items[:n])
 		deleted += d
@@ -343,8 +350,12 @@ func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []
 	return deleted, nil
 }
 
-// clearChunk is how many obligations one clearing batch deletes.
-const clearChunk = 512
+const (
+	// clearChunk is how many obligations one clearing batch deletes.
+	clearChunk = 512
+	// catalogueChunk is how many 'I' keys one catalogue batch writes.
+	catalogueChunk = 512
+)
 
 type clearItem struct {
 	seq  uint64
@@ -535,37 +546,56 @@ type clearScratch struct {
 // putCatalogue writes e's row, its ids and one 'I' key per hook in one batch, not synced: it is ordered before
 // the clearing batches in the WAL, which is all the safety needs (the comment at the top of the file). The 'I' keys go in id
 // order, so each memtable insert starts from the previous one's place instead of a fresh descent.
-func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook) error {
-	return db.read(func() error {
-		wb := grocksdb.NewWriteBatch()
-		defer wb.Destroy()
-		archive := db.cfs[cfArchive]
-		ids := make([]byte, 0, 16*len(hooks))
-		for _, h := range hooks {
-			ids = append(ids, h.ID[:]...)
-		}
-		order := make([]int32, len(hooks))
-		for i := range order {
-			order[i] = int32(i)
-		}
-		slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(hooks[a].ID[:], hooks[b].ID[:]) })
-		key := make([]byte, 0, 1+16)
-		val := make([]byte, 0, archivedIDValueLen)
-		for _, i := range order {
-			h := &hooks[i]
-			val = binary.BigEndian.AppendUint64(val[:0], e.FirstSeq)
-			val = binary.BigEndian.AppendUint64(val, uint64(h.Offset))
-			val = binary.BigEndian.AppendUint32(val, h.Length)
-			key = appendArchivedIDKey(key[:0], h.ID)
-			wb.PutCF(archive, key, val)
-		}
+func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook, pace func()) error {
+	wb := grocksdb.NewWriteBatch()
+	defer wb.Destroy()
+	// Each batch is built and written with the store open: the column family handles go with a close.
+	write := func(fill func(archive *grocksdb.ColumnFamilyHandle)) error {
+		defer wb.Clear()
+		return db.read(func() error {
+			fill(db.cfs[cfArchive])
+			if err := db.rdb.Write(db.woAsync, wb); err != nil {
+				return &WriteError{Class: classify(err), Err: err}
+			}
+			return nil
+		})
+	}
+	ids := make([]byte, 0, 16*len(hooks))
+	for _, h := range hooks {
+		ids = append(ids, h.ID[:]...)
+	}
+	if err := write(func(archive *grocksdb.ColumnFamilyHandle) {
 		wb.PutCF(archive, appendArchivedIDsKey(nil, e.FirstSeq), ids)
 		wb.PutCF(archive, appendSegmentKey(nil, e.FirstSeq), AppendSegmentEntry(nil, e))
-		if err := db.rdb.Write(db.woAsync, wb); err != nil {
-			return &WriteError{Class: classify(err), Err: err}
+	}); err != nil {
+		return err
+	}
+	// In id order, so each insert starts from the previous one's place in the memtable's skip list.
+	order := make([]int32, len(hooks))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return bytes.Compare(hooks[a].ID[:], hooks[b].ID[:]) })
+	key := make([]byte, 0, 1+16)
+	val := make([]byte, 0, archivedIDValueLen)
+	for len(order) > 0 {
+		pace()
+		n := min(len(order), catalogueChunk)
+		if err := write(func(archive *grocksdb.ColumnFamilyHandle) {
+			for _, i := range order[:n] {
+				h := &hooks[i]
+				val = binary.BigEndian.AppendUint64(val[:0], e.FirstSeq)
+				val = binary.BigEndian.AppendUint64(val, uint64(h.Offset))
+				val = binary.BigEndian.AppendUint32(val, h.Length)
+				key = appendArchivedIDKey(key[:0], h.ID)
+				wb.PutCF(archive, key, val)
+			}
+		}); err != nil {
+			return err
 		}
-		return nil
-	})
+		order = order[n:]
+	}
+	return nil
 }
 
 // seqsWithKeysLocked appends to dst the seqs of the keys of cf in [lower, upper), in key order, each read as the

@@ -37,7 +37,7 @@ func catalogue(t *testing.T, db *DB, obs []Obligation, at int64) SegmentEntry {
 		}
 		hooks[i] = ArchivedHook{Seq: o.Seq, ID: h.ID, Offset: 8 + 40*int64(i), Length: 40}
 	}
-	if _, err := db.CatalogueSegment(&e, hooks, nil); err != nil {
+	if _, err := db.CatalogueSegment(&e, hooks, nil, nil); err != nil {
 		t.Fatalf("CatalogueSegment: %v", err)
 	}
 	return e
@@ -76,7 +76,7 @@ func TestCatalogueNeverRemovesAHookWithPendingDeliveries(t *testing.T) {
 		}
 	}
 	// A second call for the same segment (a crash after the write, before the compactor knew) changes nothing.
-	if _, err := db.CatalogueSegment(&e, nil, nil); err != nil {
+	if _, err := db.CatalogueSegment(&e, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := db.Counts().ArchivePending; got != 0 {
@@ -371,5 +371,85 @@ func TestScanObligationsLeavesTheBlockCache(t *testing.T) {
 		t.Fatalf("scanning %d bytes of hooks grew the block cache by %d bytes", bytes, grown)
 	} else {
 		t.Logf("scanning %d bytes of hooks grew the block cache by %d bytes", bytes, grown)
+	}
+}
+
+// A segment of more hooks than one catalogue batch takes is catalogued in several, with the caller's pace
+// between them, and every hook of it can be fetched once the call returns.
+func TestCatalogueInBatchesWithPace(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	n := 2*catalogueChunk + clearChunk/2
+	recs := make([]*Record, n)
+	for i := range recs {
+		recs[i] = makeRecord(t, "t1", 16)
+	}
+	commitArchived(t, db, recs...)
+	obs, _, err := db.Obligations(0, 1<<30, 0, n, nil)
+	if err != nil || len(obs) != n {
+		t.Fatalf("Obligations = %d, %v; want %d", len(obs), err, n)
+	}
+	e := SegmentEntry{FirstSeq: obs[0].Seq, LastSeq: obs[n-1].Seq, SegmentKey: "seg", IndexKey: "idx", Count: uint32(n)}
+	hooks := make([]ArchivedHook, n)
+	for i, o := range obs {
+		hooks[i] = ArchivedHook{Seq: o.Seq, ID: recs[i].ID, Offset: int64(i), Length: 1}
+	}
+	paced := 0
+	if _, err := db.CatalogueSegment(&e, hooks, nil, func() { paced++ }); err != nil {
+		t.Fatal(err)
+	}
+	// Three batches of 'I' keys, three of clearing: a pace before each.
+	if paced != 6 {
+		t.Fatalf("paced %d times, want 6", paced)
+	}
+	for i, r := range recs {
+		got, loc, err := db.ArchivedSegment(r.ID)
+		if err != nil || got.FirstSeq != e.FirstSeq || loc.Offset != int64(i) {
+			t.Fatalf("hook %d: ArchivedSegment = %+v %+v, %v", i, got, loc, err)
+		}
+	}
+	if got := db.Counts().ArchivePending; got != 0 {
+		t.Fatalf("archive pending = %d, want 0", got)
+	}
+}
+
+// A catalogue cut short between its batches (here by the store closing, as a crash would) clears no
+// obligation: every hook is still in the store, and still owed to the archive after a reopen.
+func TestCatalogueCutShortClearsNothing(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, dir, nil)
+	n := 2*catalogueChunk + 1
+	recs := make([]*Record, n)
+	for i := range recs {
+		recs[i] = makeRecord(t, "t1", 16)
+	}
+	seqs := commitArchived(t, db, recs...)
+	obs, _, err := db.Obligations(0, 1<<30, 0, n, nil)
+	if err != nil || len(obs) != n {
+		t.Fatalf("Obligations = %d, %v; want %d", len(obs), err, n)
+	}
+	e := SegmentEntry{FirstSeq: obs[0].Seq, LastSeq: obs[n-1].Seq, SegmentKey: "seg", IndexKey: "idx", Count: uint32(n)}
+	hooks := make([]ArchivedHook, n)
+	for i, o := range obs {
+		hooks[i] = ArchivedHook{Seq: o.Seq, ID: recs[i].ID, Offset: int64(i), Length: 1}
+	}
+	paced := 0
+	_, err = db.CatalogueSegment(&e, hooks, nil, func() {
+		if paced++; paced == 2 { // after the segment row and the first batch of 'I' keys
+			if err := db.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}
+	})
+	if !errors.Is(err, ErrClosed) {
+		t.Fatalf("CatalogueSegment after close = %v, want ErrClosed", err)
+	}
+	db = openTest(t, dir, nil)
+	if got := db.Counts().ArchivePending; got != int64(n) {
+		t.Fatalf("archive pending after reopen = %d, want %d", got, n)
+	}
+	for _, s := range seqs {
+		if _, err := db.GetHook(s); err != nil {
+			t.Fatalf("hook %d gone after a cut-short catalogue: %v", s, err)
+		}
 	}
 }
