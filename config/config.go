@@ -405,7 +405,7 @@ type Store struct {
 	// leaves them unpaced (docs/configuration.md has the measured trade). >= 0.
 	BackgroundWriteMBPerSec int `yaml:"background_write_mb_per_s"`
 	// DeleteMBPerSec (default 256): the rate, in MiB/s, at which RocksDB deletes its obsolete WAL and table
-	// files, 4 MiB at a time; 0 unlinks each at once. On a file system mounted with online discard, freeing a
+	// files, 1 MiB at a time; 0 unlinks each at once. On a file system mounted with online discard, freeing a
 	// file's blocks trims them within the journal commit every synced write waits for, so a WAL file of tens of
 	// MiB unlinked at once holds the acks for as long as the device takes to trim it. It must stay above the
 	// rate the node writes its WAL at (about the ingest rate in bytes), or obsolete files wait on disk. >= 0.

@@ -98,7 +98,7 @@ func TestBackgroundWritesArePaced(t *testing.T) {
 
 // Options.DeleteBytesPerSec reaches RocksDB (read back through the C handle pacedelete.go takes from
 // grocksdb's Options) and paces the deletion of an obsolete WAL file: once every column family is flushed,
-// the 6 MiB WAL the commits went to is moved to the trash and freed 4 MiB at a time at 1 MiB/s, where the
+// the 6 MiB WAL the commits went to is moved to the trash and freed 1 MiB at a time at 1 MiB/s, where the
 // unpaced store unlinks it at once. A reopen, even without pacing, deletes the trash a closed store left behind.
 func TestPacedDeletesReachRocksDB(t *testing.T) {
 	walFiles := func(dir string) (logs, trash []string) {

@@ -18,8 +18,10 @@ import (
 // deleteChunkBytes is how much of an obsolete file one step of a paced deletion frees: on a file system
 // mounted with online discard, the journal commit that frees a file's blocks trims them on the device first,
 // and every synced write waits for that commit. A WAL file of 35 MiB unlinked at once held the acks' fdatasync
-// for 13-25 ms here, three in a row after a flush; 4 MiB steps held it under 6 ms.
-const deleteChunkBytes = 4 << 20
+// for 13-25 ms here, three in a row after a flush; 4 MiB steps held it under 6 ms each, but at 5,000 hooks/s
+// of 10 KiB (a WAL file freed every 0.7 s) they still made the ack tail: p99 60-156 ms over three 15 s runs
+// against 13-27 ms in 1 MiB steps, while 256 KiB steps (a journal commit every 1 ms) gave 35-264 ms.
+const deleteChunkBytes = 1 << 20
 
 // optionsHandle is the C handle of o. grocksdb v1.7.15 keeps it as the first field of Options and has no
 // accessor; TestPacedDeletesReachRocksDB reads the rate back through it, so a layout change fails there.
