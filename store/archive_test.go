@@ -374,16 +374,15 @@ func TestScanObligationsLeavesTheBlockCache(t *testing.T) {
 	}
 }
 
-// A segment of more hooks than one catalogue batch takes is catalogued in several, with the caller's pace
-// between them, and every hook of it can be fetched once the call returns.
-func TestCatalogueInBatchesWithPace(t *testing.T) {
-	db := openTest(t, t.TempDir(), nil)
-	n := 2*catalogueChunk + clearChunk/2
+// segmentOf commits n archived hooks and returns them, their seqs, and a segment entry and frame locations
+// for all of them (hook i at offset i), as the compactor would catalogue them.
+func segmentOf(t *testing.T, db *DB, n int) ([]*Record, []uint64, SegmentEntry, []ArchivedHook) {
+	t.Helper()
 	recs := make([]*Record, n)
 	for i := range recs {
 		recs[i] = makeRecord(t, "t1", 16)
 	}
-	commitArchived(t, db, recs...)
+	seqs := commitArchived(t, db, recs...)
 	obs, _, err := db.Obligations(0, 1<<30, 0, n, nil)
 	if err != nil || len(obs) != n {
 		t.Fatalf("Obligations = %d, %v; want %d", len(obs), err, n)
@@ -393,6 +392,15 @@ func TestCatalogueInBatchesWithPace(t *testing.T) {
 	for i, o := range obs {
 		hooks[i] = ArchivedHook{Seq: o.Seq, ID: recs[i].ID, Offset: int64(i), Length: 1}
 	}
+	return recs, seqs, e, hooks
+}
+
+// A segment of more hooks than one catalogue batch takes is catalogued in several, with the caller's pace
+// between them, and every hook of it can be fetched once the call returns.
+func TestCatalogueInBatchesWithPace(t *testing.T) {
+	db := openTest(t, t.TempDir(), nil)
+	n := 2*catalogueChunk + clearChunk/2
+	recs, _, e, hooks := segmentOf(t, db, n)
 	paced := 0
 	if _, err := db.CatalogueSegment(&e, hooks, nil, func() { paced++ }); err != nil {
 		t.Fatal(err)
@@ -418,22 +426,9 @@ func TestCatalogueCutShortClearsNothing(t *testing.T) {
 	dir := t.TempDir()
 	db := openTest(t, dir, nil)
 	n := 2*catalogueChunk + 1
-	recs := make([]*Record, n)
-	for i := range recs {
-		recs[i] = makeRecord(t, "t1", 16)
-	}
-	seqs := commitArchived(t, db, recs...)
-	obs, _, err := db.Obligations(0, 1<<30, 0, n, nil)
-	if err != nil || len(obs) != n {
-		t.Fatalf("Obligations = %d, %v; want %d", len(obs), err, n)
-	}
-	e := SegmentEntry{FirstSeq: obs[0].Seq, LastSeq: obs[n-1].Seq, SegmentKey: "seg", IndexKey: "idx", Count: uint32(n)}
-	hooks := make([]ArchivedHook, n)
-	for i, o := range obs {
-		hooks[i] = ArchivedHook{Seq: o.Seq, ID: recs[i].ID, Offset: int64(i), Length: 1}
-	}
+	_, seqs, e, hooks := segmentOf(t, db, n)
 	paced := 0
-	_, err = db.CatalogueSegment(&e, hooks, nil, func() {
+	_, err := db.CatalogueSegment(&e, hooks, nil, func() {
 		if paced++; paced == 2 { // after the segment row and the first batch of 'I' keys
 			if err := db.Close(); err != nil {
 				t.Errorf("Close: %v", err)
