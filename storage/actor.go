@@ -51,10 +51,10 @@ type ActorOptions struct {
 // The compactor yields to ingest (pace): while hooks are committed, every few ms of its work (Pacer) is followed
 // by a pause of that work×(100−PacePercent)/PacePercent, inside a compaction as well as after it, so on a node
 // whose cores ingest keeps busy it takes at most PacePercent of the time, and its reads, disk writes and store
-// batches are spread out instead of holding ingest's commits behind them for a whole compaction. The archive then lags, but boundedly:
-// once the backlog (pending obligations × the last segment's bytes per record) reaches MaxLagBytes, or the
-// newest hook of a segment that left more behind is MaxLagAge old, it runs flat out again until it is back
-// within both; with no commit during a compaction (ingest idle) it never pauses.
+// batches are spread out instead of holding ingest's commits behind them for a whole compaction. The archive
+// then lags, but boundedly: once the backlog (pending obligations × the last segment's bytes per record)
+// reaches MaxLagBytes, or the newest hook of a segment that left more behind is MaxLagAge old, it runs flat out
+// again until it is back within both; with no commit during a compaction (ingest idle) it never pauses.
 func NewCompactorProps(o ActorOptions) *actor.Props {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
@@ -75,10 +75,9 @@ type compactorActor struct {
 	failures   int
 	notBefore  time.Time
 	lastRetain time.Time
-	startedAt  time.Time // of the running compaction
-	seqAtStart uint64    // the store's next seq when it started: a commit since means ingest is busy
-	perRecord  float64   // segment bytes per record of the last segment, to weigh the backlog
-	lagging    bool      // the last compaction found the archive beyond max_lag_ms: the next is not paced
+	seqAtStart uint64  // the store's next seq when it started: a commit since means ingest is busy
+	perRecord  float64 // segment bytes per record of the last segment, to weigh the backlog
+	lagging    bool    // the last compaction found the archive beyond its lag bounds: the next is not paced
 }
 
 // compactTick asks for one compaction.
@@ -150,7 +149,6 @@ func (a *compactorActor) start(ctx actor.Context) {
 		return
 	}
 	a.running, a.cancel = true, cancel
-	a.startedAt = now
 }
 
 // committing tells, each time it is asked, whether db committed a hook since it was last asked (or made): the

@@ -315,7 +315,8 @@ const archivedIDValueLen = 8 + 8 + 4
 // clearing batches are built and written under cmu, so a dispatch outcome deciding whether to delete the same
 // hook sees the obligation or its absence, never half of it. pace (nil: none) is called between two batches,
 // with no lock held: the compactor's pacing. It returns how many hooks it deleted.
-func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []uint64, pace func()) (deleted int, err error) {
+func (db *DB) CatalogueSegment(e *SegmentEntry, hooks []ArchivedHook, missing []uint64,
+	pace func()) (deleted int, err error) {
 	if len(hooks) == 0 && len(missing) == 0 {
 		return 0, nil
 	}
