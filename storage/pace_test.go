@@ -19,13 +19,15 @@ func TestPacerPausesInProportionWhileActive(t *testing.T) {
 		t.Fatalf("paused %v after no work", p.Slept())
 	}
 	work(3 * time.Millisecond)
+	before := time.Now()
 	p.Step()
 	// At 50 % the pause equals the work it pays for: at least the 3 ms spun.
 	if got := p.Slept(); got < 3*time.Millisecond {
 		t.Fatalf("paused %v after 3 ms of work at 50 %%, want >= 3ms", got)
 	}
-	if u := p.Unpaid(time.Time{}); u >= 3*time.Millisecond {
-		t.Fatalf("unpaid %v right after a pause", u)
+	// The unpaid work starts again at the pause, not at the pacer's start.
+	if u, since := p.Unpaid(time.Time{}), time.Since(before); u > since {
+		t.Fatalf("unpaid %v after a pause that started %v ago", u, since)
 	}
 }
 
@@ -33,14 +35,15 @@ func TestPacerDoesNotPauseWhenIdleOrCancelled(t *testing.T) {
 	asked := 0
 	p := NewPacer(context.Background(), 25, func() bool { asked++; return false })
 	work(3 * time.Millisecond)
+	before := time.Now()
 	p.Step()
 	if asked != 1 || p.Slept() != 0 {
 		t.Fatalf("idle ingest: asked %d times, paused %v; want asked once, no pause", asked, p.Slept())
 	}
 	// The work was not paid for by a pause, but Step started a new slice: the actor's pause after the
 	// compaction only covers what came after.
-	if u := p.Unpaid(time.Time{}); u >= 3*time.Millisecond {
-		t.Fatalf("unpaid %v after a step", u)
+	if u, since := p.Unpaid(time.Time{}), time.Since(before); u > since {
+		t.Fatalf("unpaid %v after a step made %v ago", u, since)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
