@@ -544,9 +544,10 @@ type clearScratch struct {
 	records            []DeliveryKey // the delivered records in the range
 }
 
-// putCatalogue writes e's row, its ids and one 'I' key per hook in one batch, not synced: it is ordered before
-// the clearing batches in the WAL, which is all the safety needs (the comment at the top of the file). The 'I' keys go in id
-// order, so each memtable insert starts from the previous one's place instead of a fresh descent.
+// putCatalogue writes e's row and its 'D' key in one batch, then one 'I' key per hook, catalogueChunk a batch with
+// pace before each; none is synced: they are ordered before the clearing batches in the WAL, which is all the
+// safety needs (the comment at the top of the file). The 'I' keys go in id order, so each memtable insert starts
+// from the previous one's place instead of a fresh descent.
 func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook, pace func()) error {
 	wb := grocksdb.NewWriteBatch()
 	defer wb.Destroy()
@@ -571,7 +572,6 @@ func (db *DB) putCatalogue(e *SegmentEntry, hooks []ArchivedHook, pace func()) e
 	}); err != nil {
 		return err
 	}
-	// In id order, so each insert starts from the previous one's place in the memtable's skip list.
 	order := make([]int32, len(hooks))
 	for i := range order {
 		order[i] = int32(i)
