@@ -62,9 +62,9 @@ func (t trial) ok() bool {
 }
 
 func (t trial) String() string {
-	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d: %s",
+	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v; sends late p99 %v), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d: %s",
 		t.rate, t.ack.AcceptedPerSec, t.ack.Refusals(), t.ack.P50.Round(10*time.Microsecond), t.ack.P99.Round(10*time.Microsecond),
-		t.ack.P999.Round(10*time.Microsecond), t.nodeAckP99, t.deliveryP99.Round(time.Millisecond), t.backlogHead, t.backlogTail, t.backlogEnd,
+		t.ack.P999.Round(10*time.Microsecond), t.nodeAckP99, t.ack.LateP99.Round(10*time.Microsecond), t.deliveryP99.Round(time.Millisecond), t.backlogHead, t.backlogTail, t.backlogEnd,
 		t.delivery.Missing, map[bool]string{true: "sustained", false: "NOT sustained"}[t.ok()])
 }
 

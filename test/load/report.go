@@ -24,14 +24,22 @@ type Report struct {
 	// P50 … Max are the ack latencies of accepted requests: from the send (closed
 	// loop) or from the due time (open loop) to the end of the response.
 	P50, P90, P99, P999, Max time.Duration
-	AcceptedPerSec           float64
+	// LateP99 (open loop) is the p99 of how late the sends left after their due times: the generator's own lag
+	// (a worker not free, or not scheduled, when its request fell due), which is part of each ack latency above.
+	// A node that answers fast on a box too busy to send on time shows here, not in its own metrics.
+	LateP99        time.Duration
+	AcceptedPerSec float64
 }
 
 // String is the one-line summary printed by tools and benchmarks.
 func (r Report) String() string {
-	return fmt.Sprintf("sent=%d accepted=%d dup=%d shed=%d rate_limited=%d errors=%d accepted/s=%.1f p50=%s p99=%s p999=%s max=%s",
+	s := fmt.Sprintf("sent=%d accepted=%d dup=%d shed=%d rate_limited=%d errors=%d accepted/s=%.1f p50=%s p99=%s p999=%s max=%s",
 		r.Sent, r.Accepted, r.Duplicates, r.Shed, r.RateLimited, r.Errors, r.AcceptedPerSec,
 		ms(r.P50), ms(r.P99), ms(r.P999), ms(r.Max))
+	if r.LateP99 > 0 {
+		s += " late_p99=" + ms(r.LateP99)
+	}
+	return s
 }
 
 // Refusals lists the responses other than 201 by status, e.g. "503:12 429:3", or "none".
@@ -78,6 +86,7 @@ type reportJSON struct {
 	P99            float64       `json:"p99_ms"`
 	P999           float64       `json:"p999_ms"`
 	Max            float64       `json:"max_ms"`
+	LateP99        float64       `json:"late_p99_ms"`
 }
 
 // MarshalJSON writes the report with snake_case keys and latencies in milliseconds.
@@ -86,7 +95,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		Sent: r.Sent, Accepted: r.Accepted, Duplicates: r.Duplicates, Shed: r.Shed,
 		RateLimited: r.RateLimited, Errors: r.Errors, StatusCounts: r.StatusCounts,
 		ElapsedSeconds: r.Elapsed.Seconds(), AcceptedPerSec: r.AcceptedPerSec,
-		P50: msf(r.P50), P90: msf(r.P90), P99: msf(r.P99), P999: msf(r.P999), Max: msf(r.Max),
+		P50: msf(r.P50), P90: msf(r.P90), P99: msf(r.P99), P999: msf(r.P999), Max: msf(r.Max), LateP99: msf(r.LateP99),
 	})
 }
 
@@ -100,7 +109,8 @@ func (r *Report) UnmarshalJSON(b []byte) error {
 	d := func(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 	*r = Report{Sent: j.Sent, Accepted: j.Accepted, Duplicates: j.Duplicates, Shed: j.Shed, RateLimited: j.RateLimited,
 		Errors: j.Errors, StatusCounts: j.StatusCounts, Elapsed: time.Duration(j.ElapsedSeconds * float64(time.Second)),
-		AcceptedPerSec: j.AcceptedPerSec, P50: d(j.P50), P90: d(j.P90), P99: d(j.P99), P999: d(j.P999), Max: d(j.Max)}
+		AcceptedPerSec: j.AcceptedPerSec, P50: d(j.P50), P90: d(j.P90), P99: d(j.P99), P999: d(j.P999), Max: d(j.Max),
+		LateP99: d(j.LateP99)}
 	if r.StatusCounts == nil {
 		r.StatusCounts = map[int]int64{}
 	}

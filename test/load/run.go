@@ -123,7 +123,7 @@ func (r *run) stopped() bool {
 
 func (r *run) report(workers []*worker, elapsed time.Duration) Report {
 	rep := Report{StatusCounts: map[int]int64{}, Elapsed: elapsed}
-	var h histogram
+	var h, late histogram
 	for _, w := range workers {
 		rep.Sent += w.sent
 		rep.Accepted += w.accepted
@@ -135,11 +135,15 @@ func (r *run) report(workers []*worker, elapsed time.Duration) Report {
 			}
 		}
 		h.merge(&w.hist)
+		late.merge(&w.late)
 	}
 	rep.Shed = rep.StatusCounts[fasthttp.StatusServiceUnavailable]
 	rep.RateLimited = rep.StatusCounts[fasthttp.StatusTooManyRequests]
 	rep.P50, rep.P90, rep.P99, rep.P999 = h.quantile(0.50), h.quantile(0.90), h.quantile(0.99), h.quantile(0.999)
 	rep.Max = time.Duration(h.max)
+	if r.interval > 0 {
+		rep.LateP99 = late.quantile(0.99)
+	}
 	if elapsed > 0 {
 		rep.AcceptedPerSec = float64(rep.Accepted) / elapsed.Seconds()
 	}
@@ -164,6 +168,7 @@ type worker struct {
 	sent, accepted, duplicates, errors int64
 	status                             [600]int64
 	hist                               histogram
+	late                               histogram // open loop: send time - due time, every request
 }
 
 func newWorker(r *run, nonce []byte) *worker {
@@ -245,6 +250,9 @@ func (w *worker) sleepUntil(t time.Time) bool {
 func (w *worker) do(n int64, due time.Time) {
 	putHex16(w.body[w.seqAt:], uint64(n))
 	w.sent++
+	if w.r.interval > 0 {
+		w.late.record(time.Since(due))
+	}
 	if err := w.roundTrip(); err != nil {
 		w.transportError()
 		return

@@ -260,6 +260,12 @@ func TestOpenLoopLatencyCountsFromDueTime(t *testing.T) {
 	if rep.Max < 150*time.Millisecond {
 		t.Fatalf("max latency %v: the backlog behind a slow target was not counted", rep.Max)
 	}
+	// The one worker was busy when most requests fell due: the sends left late, and the report says by how much
+	// (the last was due at 190 ms and left after 19 answers of at least 20 ms each); a send is never later than
+	// its ack.
+	if rep.LateP99 < 150*time.Millisecond || rep.LateP99 > rep.P99 {
+		t.Fatalf("late p99 %v with ack p99 %v: the generator's own lag was not reported", rep.LateP99, rep.P99)
+	}
 }
 
 // Cancelling the context stops the run early and still returns what was seen.
