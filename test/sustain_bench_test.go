@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -48,6 +50,7 @@ type trial struct {
 	delivery    load.DeliveryReport // http sink: from the recorder
 	deliveryP99 time.Duration       // the recorder's p99, or the node's ankusa_delivery_latency_seconds p99 (log sink)
 	nodeAckP99  time.Duration       // the node's own ack p99 (bucket bound) over the measured span; see ackWindow
+	cpu         cpuWindow           // over the measured span: this process's CPU and the box's
 	backlogHead float64             // mean backlog over the first third of the measured span
 	backlogTail float64             // mean backlog over the last third
 	backlogEnd  int64
@@ -62,10 +65,10 @@ func (t trial) ok() bool {
 }
 
 func (t trial) String() string {
-	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v; sends late p99 %v), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d: %s",
+	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v; sends late p99 %v), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d, %s: %s",
 		t.rate, t.ack.AcceptedPerSec, t.ack.Refusals(), t.ack.P50.Round(10*time.Microsecond), t.ack.P99.Round(10*time.Microsecond),
 		t.ack.P999.Round(10*time.Microsecond), t.nodeAckP99, t.ack.LateP99.Round(10*time.Microsecond), t.deliveryP99.Round(time.Millisecond), t.backlogHead, t.backlogTail, t.backlogEnd,
-		t.delivery.Missing, map[bool]string{true: "sustained", false: "NOT sustained"}[t.ok()])
+		t.delivery.Missing, t.cpu, map[bool]string{true: "sustained", false: "NOT sustained"}[t.ok()])
 }
 
 // loadgenInline reports whether the open-loop trials drive their load from this process
@@ -133,11 +136,11 @@ func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Dura
 	if _, err := load.Run(context.Background(), warm); err != nil {
 		b.Fatal(err)
 	}
-	sampler, acks := sampleBacklog(inst), nodeAcks(inst)
+	sampler, acks, cpu := sampleBacklog(inst), nodeAcks(inst), startCPU("this process, the load's included")
 	opts.Duration = d
 	rep, err := load.Run(context.Background(), opts)
 	tr := sampler.stop(rate, rep)
-	tr.nodeAckP99 = acks.quantile(0.99)
+	tr.nodeAckP99, tr.cpu = acks.quantile(0.99), cpu.stop()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -191,10 +194,10 @@ func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d ti
 	// The measured span starts after the warm-up, in the other process: sampled from then, give or take the
 	// process's start.
 	time.Sleep(warm)
-	sampler, acks := sampleBacklog(inst), nodeAcks(inst)
+	sampler, acks, cpu := sampleBacklog(inst), nodeAcks(inst), startCPU("node")
 	time.Sleep(d)
 	tr := sampler.stop(rate, load.Report{})
-	tr.nodeAckP99 = acks.quantile(0.99)
+	tr.nodeAckP99, tr.cpu = acks.quantile(0.99), cpu.stop()
 	err := cmd.Wait()
 	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	if want := map[bool]int{true: 2, false: 1}[recAddr != ""]; len(lines) < want {
@@ -318,6 +321,68 @@ func diskSync(b *testing.B, dir string, d time.Duration) string {
 	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(10 * time.Microsecond) }
 	return fmt.Sprintf("disk: %d fdatasyncs of 4 KiB appends in %v: p50 %v p99 %v max %v", len(lat), d, q(0.5), q(0.99),
 		lat[len(lat)-1].Round(10*time.Microsecond))
+}
+
+// cpuWindow is the CPU a trial used over its measured span: this process's (the node's, when the load runs in
+// an ankusa-loadgen process) and the whole box's, from /proc/stat. On a box that runs the node, the load and the
+// sink recorder together, the box's share tells how much of the ack tail is the cores' queue.
+type cpuWindow struct {
+	who                  string
+	start                time.Time
+	proc0                time.Duration
+	busy0, all0          uint64
+	procCores, boxCores  float64
+	boxBusy, boxMeasured bool
+}
+
+func startCPU(who string) cpuWindow {
+	w := cpuWindow{who: who, start: time.Now(), proc0: cpuTime()}
+	w.busy0, w.all0, w.boxMeasured = boxTicks()
+	return w
+}
+
+func (w cpuWindow) stop() cpuWindow {
+	el := time.Since(w.start).Seconds()
+	w.procCores = (cpuTime() - w.proc0).Seconds() / el
+	busy, all, ok := boxTicks()
+	if w.boxMeasured = w.boxMeasured && ok && all > w.all0; w.boxMeasured {
+		w.boxCores = float64(runtime.NumCPU()) * float64(busy-w.busy0) / float64(all-w.all0)
+	}
+	return w
+}
+
+func (w cpuWindow) String() string {
+	box := "box CPU unknown"
+	if w.boxMeasured {
+		box = fmt.Sprintf("box %.2f of %d cores busy", w.boxCores, runtime.NumCPU())
+	}
+	return fmt.Sprintf("%s %.2f cores, %s", w.who, w.procCores, box)
+}
+
+// boxTicks reads the busy and total CPU ticks of the box from the first line of /proc/stat (idle and iowait
+// count as idle).
+func boxTicks() (busy, all uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := bytes.Cut(b, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	var idle uint64
+	for i, x := range f[1:] {
+		v, err := strconv.ParseUint(x, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		all += v
+		if i == 3 || i == 4 { // idle, iowait
+			idle += v
+		}
+	}
+	return all - idle, all, true
 }
 
 func mean(xs []int64) float64 {
