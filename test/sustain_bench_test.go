@@ -327,12 +327,12 @@ func diskSync(b *testing.B, dir string, d time.Duration) string {
 // an ankusa-loadgen process) and the whole box's, from /proc/stat. On a box that runs the node, the load and the
 // sink recorder together, the box's share tells how much of the ack tail is the cores' queue.
 type cpuWindow struct {
-	who                  string
-	start                time.Time
-	proc0                time.Duration
-	busy0, all0          uint64
-	procCores, boxCores  float64
-	boxBusy, boxMeasured bool
+	who                 string
+	start               time.Time
+	proc0               time.Duration
+	busy0, all0         uint64
+	procCores, boxCores float64
+	boxMeasured         bool
 }
 
 func startCPU(who string) cpuWindow {

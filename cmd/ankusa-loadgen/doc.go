@@ -14,11 +14,12 @@
 // measured from that due time, so a stall shows as latency instead of a lower offered
 // load; late_p99 in the report is how late the sends themselves left (a worker busy or
 // not scheduled when its request fell due), a lag every ack latency includes, so a busy
-// box running both the load and the node shows there. With --recorder the loadgen also serves a local HTTP sink (answers 200, records
-// each X-Ankusa-Id) for the node's http sink, waits up to --drain after the load for
-// every acknowledged id to arrive, and prints delivery latency (due time of the POST to
-// arrival at the sink) and the ids missing; --metrics prints the node's backlog at the
-// end (ankusa_queue_pending + _scheduled + _inflight):
+// box running both the load and the node shows there. With --recorder the loadgen also
+// serves a local HTTP sink (answers 200, records each X-Ankusa-Id) for the node's http
+// sink, waits up to --drain after the load for every acknowledged id to arrive, and
+// prints delivery latency (due time of the POST to arrival at the sink) and the ids
+// missing; --metrics prints the node's backlog at the end (ankusa_queue_pending +
+// _scheduled + _inflight):
 //
 //	ankusa-loadgen --url http://127.0.0.1:4000/webhooks/sample --rate 5000 \
 //	    --workers 256 --warmup 5s --duration 60s --body-bytes 10240 \
