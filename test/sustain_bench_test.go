@@ -412,23 +412,25 @@ func nodeAcks(inst *instance.Instance) ackWindow {
 
 // quantile is the upper bound of the bucket holding quantile q of the requests answered since w began.
 func (w ackWindow) quantile(q float64) time.Duration {
-	end := histogramOf(w.inst.Telemetry().Metrics.IngestDuration)
-	base := w.start.GetBucket()
-	n := float64(end.GetSampleCount() - w.start.GetSampleCount())
-	for i, bk := range end.GetBucket() {
-		if float64(bk.GetCumulativeCount()-base[i].GetCumulativeCount()) >= q*n {
-			return time.Duration(bk.GetUpperBound() * float64(time.Second))
-		}
-	}
-	return time.Duration(math.MaxInt64)
+	return quantileSince(w.start, histogramOf(w.inst.Telemetry().Metrics.IngestDuration), q)
 }
 
 // bucketQuantile is the upper bound of the bucket of histogram m that holds quantile q.
 func bucketQuantile(m prometheus.Metric, q float64) time.Duration {
-	h := histogramOf(m)
-	rank := q * float64(h.GetSampleCount())
-	for _, bk := range h.GetBucket() {
-		if float64(bk.GetCumulativeCount()) >= rank {
+	return quantileSince(nil, histogramOf(m), q)
+}
+
+// quantileSince is the upper bound of the bucket holding quantile q of the samples end holds beyond start (a
+// nil start: all of them); start is an earlier reading of the same histogram.
+func quantileSince(start, end *dto.Histogram, q float64) time.Duration {
+	base := start.GetBucket()
+	rank := q * float64(end.GetSampleCount()-start.GetSampleCount())
+	for i, bk := range end.GetBucket() {
+		n := bk.GetCumulativeCount()
+		if i < len(base) {
+			n -= base[i].GetCumulativeCount()
+		}
+		if float64(n) >= rank {
 			return time.Duration(bk.GetUpperBound() * float64(time.Second))
 		}
 	}
