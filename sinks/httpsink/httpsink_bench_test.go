@@ -18,7 +18,7 @@ func BenchmarkDeliver(b *testing.B) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	sinktest.BenchDeliver(b, sinktest.Bench{Parallel: []int{1, 16}, Sizes: []int{512, 64 << 10}, New: func(b *testing.B) sinks.Sink {
+	sinktest.BenchDeliver(b, sinktest.Bench{Parallel: []int{1, 16}, Sizes: []int{512, 10 << 10, 64 << 10}, New: func(b *testing.B) sinks.Sink {
 		s, err := New(config.SinkSpec{Type: Type, Options: map[string]any{
 			"url": srv.URL, "secret": "whsec_" + "c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
 		}}, sinks.Deps{})

@@ -1,6 +1,7 @@
 package httpsink
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -553,4 +554,53 @@ func FuzzParseRetryAfter(f *testing.F) {
 			t.Fatalf("parseRetryAfter(%q) = %s, %v", v, d, ok)
 		}
 	})
+}
+
+// countingConn counts the writes made on a connection.
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int32
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// A request whose body is at most gatherMax leaves in one write (one syscall, where the buffered writer on the
+// socket took two for a 10 KiB body); a bigger one is streamed. Whichever way a request went, every body
+// arrives whole and the connection carries the next request, of either kind.
+func TestRequestIsSentInOneWriteUpToGatherMax(t *testing.T) {
+	rec := newRecorder(t, nil)
+	s := newSink(t, map[string]any{"url": rec.srv.URL})
+	var writes atomic.Int32
+	pool := s.(*sink).pool
+	dial := pool.dial
+	pool.dial = func(ctx context.Context, addr string) (net.Conn, error) {
+		c, err := dial(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: c, writes: &writes}, nil
+	}
+	for _, n := range []int{100, 10 << 10, gatherMax, gatherMax + 1, 200 << 10, 100, bufSize - 200, 10 << 10} {
+		e := sinktest.Envelope(sinktest.Binary(n))
+		before := writes.Load()
+		if err := deliver(t, s, e); err != nil {
+			t.Fatalf("%d bytes: %v", n, err)
+		}
+		if got := rec.body(e.Text()); !bytes.Equal(got, e.Body) {
+			t.Fatalf("%d bytes: the destination got %d bytes, not the body", n, len(got))
+		}
+		w := writes.Load() - before
+		if n <= gatherMax && w != 1 {
+			t.Fatalf("a request with a %d-byte body took %d writes, want 1", n, w)
+		}
+		if n > gatherMax && w < 2 {
+			t.Fatalf("a request with a %d-byte body took %d writes: it was not streamed", n, w)
+		}
+	}
+	if n := rec.conns.Load(); n != 1 {
+		t.Fatalf("sequential deliveries opened %d connections, want 1", n)
+	}
 }

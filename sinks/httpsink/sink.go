@@ -161,10 +161,7 @@ func (s *sink) exchange(ctx context.Context, dl time.Time, c *conn, req *fasthtt
 	if err := c.c.SetDeadline(dl); err != nil {
 		return false, err
 	}
-	if err := req.Write(c.bw); err != nil {
-		return false, err
-	}
-	if err := c.bw.Flush(); err != nil {
+	if err := c.send(req); err != nil {
 		return false, err
 	}
 	if err := resp.Header.Read(c.br); err != nil {
