@@ -15,7 +15,8 @@
 //
 // Each sink keeps a pool of keep-alive connections to its destination (conns.go, no goroutine of its own) and
 // writes each request and reads its answer on the attempt's goroutine with fasthttp's pooled request and response
-// objects, the body written straight from the caller's buffer before Deliver returns (nothing reads it after).
+// objects, the body written from the caller's buffer before Deliver returns (nothing reads it after): a request
+// with a body of up to 16 KiB is gathered and sent in one write, a bigger one streamed in 8 KiB writes.
 // BenchmarkClientPOST measured the choice: net/http took about twice the time and 49 allocations per POST against
 // fasthttp's none. The response body is read up to max_response_bytes; an answer left longer closes its
 // connection, so a destination cannot make an attempt read without bound. The attempt's deadline and a
