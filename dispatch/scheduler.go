@@ -33,6 +33,7 @@ type lane struct {
 	breaker breaker
 	idle    time.Time        // when it last went idle
 	block   *store.LaneBlock // ordered lanes: the head waiting for its retry
+	wait    waitSet          // ordered lanes: rows parked and not claimed again yet (waitset.go)
 	ready   bool             // listed in its tenant's ready ring
 }
 
@@ -422,6 +423,9 @@ func (s *scheduler) take(ctx actor.Context, t *tenant, nowMS int64, claims []sto
 			continue
 		}
 		l := s.lane(ctx, sinkKey{ord: t.ord, source: c.Row.Source, sink: c.Sink}, r)
+		if r.ordered {
+			l.wait.back(c.Seq)
+		}
 		l.push(*c)
 		if r.ordered && len(l.queue) > 1 && l.queue[len(l.queue)-2].Seq > c.Seq {
 			slices.SortFunc(l.queue, func(a, b store.Claimed) int { return cmpSeq(a.Seq, b.Seq) })
@@ -555,7 +559,13 @@ func (s *scheduler) startOne(ctx actor.Context, t *tenant, now time.Time) bool {
 func (s *scheduler) nextOf(t *tenant, l *lane, now time.Time) (store.Claimed, bool) {
 	for len(l.queue) > 0 {
 		if l.block != nil && l.queue[0].Seq != l.block.Seq {
-			s.park(t, &l.queue[0], max(l.block.Until, now.UnixMilli())+1, "lane_blocked")
+			s.parkIn(t, l, &l.queue[0], max(l.block.Until, now.UnixMilli())+1, "lane_blocked")
+			l.pop()
+			continue
+		}
+		if seq, due, ok := l.wait.first(); ok && seq < l.queue[0].Seq {
+			// An earlier row of the lane is parked: the head comes back after it.
+			s.parkIn(t, l, &l.queue[0], max(due, now.UnixMilli())+1, "lane_blocked")
 			l.pop()
 			continue
 		}
@@ -568,21 +578,30 @@ func (s *scheduler) nextOf(t *tenant, l *lane, now time.Time) (store.Claimed, bo
 // breaker spends no attempts and holds no slots, and a crashed lane's rows wait for its head.
 func (s *scheduler) parkLane(t *tenant, l *lane, until time.Time, why string) {
 	for i := range l.queue {
-		s.park(t, &l.queue[i], until.UnixMilli(), why)
+		s.parkIn(t, l, &l.queue[i], until.UnixMilli(), why)
 	}
 	clear(l.queue)
 	l.queue = l.queue[:0]
 }
 
-func (s *scheduler) park(t *tenant, c *store.Claimed, at int64, why string) {
+func (s *scheduler) park(t *tenant, c *store.Claimed, at int64, why string) bool {
 	if err := s.db.Reschedule(c, c.Row.Attempts, at, why); err != nil {
 		s.d.log.Error().Err(err).Uint64("seq", c.Seq).Msg("cannot park a row")
-		return // it stays claimed in the store; the next start makes it due
+		return false // it stays claimed in the store; the next start makes it due
 	}
 	s.d.tel.Parked(c.Row.SinkType)
 	// Reschedule wakes the scheduler through the store's notification; the scan that
 	// follows finds the parked row's due time and sleeps until it.
 	s.release(t, c)
+	return true
+}
+
+// parkIn parks c, a row of lane l; an ordered lane remembers it until it is claimed again, and runs no later
+// row before it.
+func (s *scheduler) parkIn(t *tenant, l *lane, c *store.Claimed, at int64, why string) {
+	if s.park(t, c, at, why) && l.route.ordered {
+		l.wait.add(c.Seq, at)
+	}
 }
 
 // tidy removes lanes with nothing queued from t's ready ring.
@@ -636,7 +655,8 @@ func (s *scheduler) laneCrashed(ctx actor.Context, m *laneCrashed) {
 	t := s.tenant(m.key.ord)
 	s.running--
 	t.running--
-	if l := s.lanes[m.key]; l != nil {
+	l := s.lanes[m.key]
+	if l != nil {
 		l.running--
 		if l.route.ordered {
 			if l.block == nil || l.block.Seq != m.c.Seq {
@@ -648,7 +668,11 @@ func (s *scheduler) laneCrashed(ctx actor.Context, m *laneCrashed) {
 			l.idle = now
 		}
 	}
-	s.park(t, &m.c, now.UnixMilli(), "lane_crashed")
+	if l != nil {
+		s.parkIn(t, l, &m.c, now.UnixMilli(), "lane_crashed")
+	} else {
+		s.park(t, &m.c, now.UnixMilli(), "lane_crashed")
+	}
 	s.pump(ctx)
 }
 
@@ -701,7 +725,7 @@ func (s *scheduler) afterAttempt(t *tenant, l *lane, m *attemptDone, now time.Ti
 		s.blockLane(l, m.key, b)
 		// Rows already queued behind the head wait for it, holding no slot.
 		for len(l.queue) > 0 {
-			s.park(t, &l.queue[0], b.Until+1, "lane_blocked")
+			s.parkIn(t, l, &l.queue[0], b.Until+1, "lane_blocked")
 			l.pop()
 		}
 	case l.block != nil && l.block.Seq == m.c.Seq && m.outcome.class != classLost:
@@ -743,7 +767,8 @@ func (s *scheduler) sleepUntil(ctx actor.Context, atMS int64) {
 func (s *scheduler) housekeeping(ctx actor.Context) {
 	now := s.d.now()
 	for k, l := range s.lanes {
-		if l.running == 0 && len(l.queue) == 0 && l.block == nil && now.Sub(l.idle) >= s.d.set.IdleLane {
+		l.wait.expire(now.Add(-waitExpiry * s.d.set.IdleLane))
+		if l.running == 0 && len(l.queue) == 0 && l.block == nil && l.wait.empty() && now.Sub(l.idle) >= s.d.set.IdleLane {
 			ctx.Stop(l.pid)
 			delete(s.lanes, k)
 		}
