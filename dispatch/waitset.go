@@ -27,9 +27,21 @@ func (w *waitSet) add(seq uint64, due int64) {
 		w.due = make(map[uint64]int64)
 	}
 	if _, ok := w.due[seq]; !ok {
+		if len(w.order) >= 2*len(w.due)+64 {
+			w.rebuild() // seqs that came back and were parked again pile up below the top
+		}
 		heap.Push(&w.order, seq)
 	}
 	w.due[seq] = due
+}
+
+// rebuild makes the heap hold exactly the waiting seqs.
+func (w *waitSet) rebuild() {
+	w.order = w.order[:0]
+	for seq := range w.due {
+		w.order = append(w.order, seq)
+	}
+	heap.Init(&w.order)
 }
 
 // back records that row seq was claimed again.

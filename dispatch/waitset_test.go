@@ -41,3 +41,20 @@ func TestWaitSetKeepsTheEarliestParkedRow(t *testing.T) {
 		t.Fatal("a drained set keeps its heap's array")
 	}
 }
+
+// A row parked, claimed back and parked again, over and over (a lane behind a head whose attempt is still running
+// parks the rows it claims a millisecond ahead), leaves the heap no larger than a bound of the rows waiting.
+func TestWaitSetHeapStaysBounded(t *testing.T) {
+	var w waitSet
+	w.add(1, 10) // the earliest row stays parked: nothing below it surfaces to be dropped
+	for i := range 10_000 {
+		w.add(2, int64(i))
+		w.back(2)
+	}
+	if n := len(w.order); n > 2*len(w.due)+64+1 {
+		t.Fatalf("the heap holds %d seqs for %d waiting rows", n, len(w.due))
+	}
+	if seq, _, ok := w.first(); !ok || seq != 1 {
+		t.Fatalf("first = %d, %v; want 1", seq, ok)
+	}
+}
