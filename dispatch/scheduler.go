@@ -563,7 +563,8 @@ func (s *scheduler) nextOf(t *tenant, l *lane, now time.Time) (store.Claimed, bo
 			l.pop()
 			continue
 		}
-		if seq, due, ok := l.wait.first(); ok && seq < l.queue[0].Seq {
+		// The block's own row always runs: the lane is waiting for it, and holding it back too would stall the lane.
+		if seq, due, ok := l.wait.first(); ok && l.block == nil && seq < l.queue[0].Seq {
 			// An earlier row of the lane is parked: the head comes back after it.
 			s.parkIn(t, l, &l.queue[0], max(due, now.UnixMilli())+1, "lane_blocked")
 			l.pop()
