@@ -597,10 +597,10 @@ func (s *scheduler) park(t *tenant, c *store.Claimed, at int64, why string) bool
 	return true
 }
 
-// parkIn parks c, a row of lane l; an ordered lane remembers it until it is claimed again, and runs no later
-// row before it.
+// parkIn parks c, a row of lane l (nil: a lane already gone); an ordered lane remembers it until it is claimed
+// again, and runs no later row before it.
 func (s *scheduler) parkIn(t *tenant, l *lane, c *store.Claimed, at int64, why string) {
-	if s.park(t, c, at, why) && l.route.ordered {
+	if s.park(t, c, at, why) && l != nil && l.route.ordered {
 		l.wait.add(c.Seq, at)
 	}
 }
@@ -669,11 +669,7 @@ func (s *scheduler) laneCrashed(ctx actor.Context, m *laneCrashed) {
 			l.idle = now
 		}
 	}
-	if l != nil {
-		s.parkIn(t, l, &m.c, now.UnixMilli(), "lane_crashed")
-	} else {
-		s.park(t, &m.c, now.UnixMilli(), "lane_crashed")
-	}
+	s.parkIn(t, l, &m.c, now.UnixMilli(), "lane_crashed")
 	s.pump(ctx)
 }
 
