@@ -132,7 +132,7 @@ func drainBacklog(b *testing.B, name string, spec config.SinkSpec, n int, consum
 	if err := reference.SeedBacklog(cfg.StoreDir(), spec.Type, n); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%s: %d hooks of 1 KiB stored in %v", name, n, time.Since(seedStart).Round(time.Millisecond))
+	benchf(b, "%s: %d hooks of 1 KiB stored in %v", name, n, time.Since(seedStart).Round(time.Millisecond))
 
 	start := time.Now()
 	in := fixture.InstanceWith(b, inst, func(c *config.Config) {
@@ -187,16 +187,16 @@ func drainBacklog(b *testing.B, name string, spec config.SinkSpec, n int, consum
 	mean := time.Duration(h.GetSampleSum() / float64(max(h.GetSampleCount(), 1)) * float64(time.Second))
 	got := received.Load()
 	if !consumer {
-		b.Logf("%s: %d hooks confirmed in %v (%.0f hooks/s); mean successful attempt %v; attempts %s",
+		benchf(b, "%s: %d hooks confirmed in %v (%.0f hooks/s); mean successful attempt %v; attempts %s",
 			name, n, confirmed.Round(time.Millisecond), float64(n)/confirmed.Seconds(), mean.Round(time.Microsecond),
 			attemptsByResult(in, spec.Type))
 	} else {
-		b.Logf("%s: %d hooks confirmed in %v (%.0f hooks/s), received by the consumer in %v (%.0f hooks/s); mean successful attempt %v; attempts %s; %d received twice",
+		benchf(b, "%s: %d hooks confirmed in %v (%.0f hooks/s), received by the consumer in %v (%.0f hooks/s); mean successful attempt %v; attempts %s; %d received twice",
 			name, n, confirmed.Round(time.Millisecond), float64(n)/confirmed.Seconds(), elapsed.Round(time.Millisecond),
 			float64(n)/elapsed.Seconds(), mean.Round(time.Microsecond), attemptsByResult(in, spec.Type), got-int64(n))
 	}
 	if pace != "" {
-		b.Logf("%s: pace (elapsed:confirmed/received)%s", name, pace)
+		benchf(b, "%s: pace (elapsed:confirmed/received)%s", name, pace)
 	}
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "hooks/s")
 	b.ReportMetric(float64(n)/confirmed.Seconds(), "confirmed/s")
@@ -501,6 +501,6 @@ func serviceDown(b *testing.B, name, addr string, err error) (config.SinkSpec, b
 	if services.CI() {
 		b.Fatalf("%s is not reachable on %s: %v (CI=true: a benchmark whose service is down fails)", name, addr, err)
 	}
-	b.Logf("%s is not reachable on %s: %v", name, addr, err)
+	benchf(b, "%s is not reachable on %s: %v", name, addr, err)
 	return config.SinkSpec{}, false
 }

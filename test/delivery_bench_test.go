@@ -62,14 +62,14 @@ func BenchmarkDeliveryVsReference(b *testing.B) {
 				got[j] = runs[j]()
 			}
 			node, ref := got[0], got[1]
-			b.Logf("round %d: delivery of %d hooks to a local HTTP sink: ankusa %.0f hooks/s, reference %.0f hooks/s, ratio %.3f",
+			benchf(b, "round %d: delivery of %d hooks to a local HTTP sink: ankusa %.0f hooks/s, reference %.0f hooks/s, ratio %.3f",
 				round+1, n, node, ref, node/ref)
 			ratios, nodes, refs = append(ratios, node/ref), append(nodes, node), append(refs, ref)
 			if side != "" {
 				break // a profile of one side needs one round
 			}
 		}
-		b.Logf("median of %d rounds: ankusa %.0f hooks/s, reference %.0f hooks/s, ratio %.3f (rounds %s)",
+		benchf(b, "median of %d rounds: ankusa %.0f hooks/s, reference %.0f hooks/s, ratio %.3f (rounds %s)",
 			len(ratios), medianOf(nodes), medianOf(refs), medianOf(ratios), fmtRatios(ratios))
 		b.ReportMetric(medianOf(nodes), "hooks/s")
 		b.ReportMetric(medianOf(refs), "ref_hooks/s")
@@ -127,7 +127,7 @@ func drainNodeHTTP(b *testing.B, n int) float64 {
 		b.Fatal(err)
 	}
 	d := rec.Deliveries(context.Background(), 0)
-	b.Logf("ankusa:    %d hooks delivered in %v (%.0f hooks/s, %.1f us CPU/hook), %d received twice; mean successful POST %v; attempts %s",
+	benchf(b, "ankusa:    %d hooks delivered in %v (%.0f hooks/s, %.1f us CPU/hook), %d received twice; mean successful POST %v; attempts %s",
 		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), cpuPerHook(cpu, n), d.Duplicates,
 		mean.Round(time.Microsecond), attemptsByResult(in, "http"))
 	return float64(n) / elapsed.Seconds()
@@ -151,7 +151,7 @@ func drainReference(b *testing.B, n int) float64 {
 	if rep.Delivered != n || rec.Received() != int64(n) {
 		b.Fatalf("reference delivered %d, the recorder holds %d of %d ids", rep.Delivered, rec.Received(), n)
 	}
-	b.Logf("reference: %d hooks delivered in %v (%.0f hooks/s, %.1f us CPU/hook), %d failed POSTs retried",
+	benchf(b, "reference: %d hooks delivered in %v (%.0f hooks/s, %.1f us CPU/hook), %d failed POSTs retried",
 		n, rep.Elapsed.Round(time.Millisecond), rep.HooksPerSec(), cpuPerHook(cpu, n), rep.Failed)
 	return rep.HooksPerSec()
 }

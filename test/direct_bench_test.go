@@ -56,7 +56,7 @@ var directTargets = []directTarget{
 			if services.CI() {
 				b.Fatalf("NATS is not reachable on %s: %v (CI=true: a benchmark whose service is down fails)", services.NATSAddr, err)
 			}
-			b.Logf("none/nats skipped: NATS is not reachable on %s: %v", services.NATSAddr, err)
+			benchf(b, "none/nats skipped: NATS is not reachable on %s: %v", services.NATSAddr, err)
 			return config.SinkSpec{}, false
 		}
 		js, err := jetstream.New(nc)
@@ -104,7 +104,7 @@ func BenchmarkLoopbackDirect(b *testing.B) {
 		}
 		httpSpec, _ := directTargets[0].start(b)
 		disk := measureMode(b, "bench-disk", config.WALDisk, httpSpec, opts)
-		b.Logf("disk          %s", disk)
+		benchf(b, "disk          %s", disk)
 		b.ReportMetric(disk.AcceptedPerSec, "disk_acks/s")
 		b.ReportMetric(float64(disk.P99)/1e6, "disk_p99_ms")
 		for _, tg := range directTargets {
@@ -117,14 +117,14 @@ func BenchmarkLoopbackDirect(b *testing.B) {
 			}
 			rep := measureMode(b, "bench-"+tg.name, config.WALNone, spec, opts)
 			ratio := rep.AcceptedPerSec / disk.AcceptedPerSec
-			b.Logf("none/%-8s %s", tg.name, rep)
-			b.Logf("ratio (none/%s acks/s ÷ disk acks/s) = %.3f", tg.name, ratio)
+			benchf(b, "none/%-8s %s", tg.name, rep)
+			benchf(b, "ratio (none/%s acks/s ÷ disk acks/s) = %.3f", tg.name, ratio)
 			b.ReportMetric(rep.AcceptedPerSec, tg.name+"_acks/s")
 			b.ReportMetric(float64(rep.P50)/1e6, tg.name+"_p50_ms")
 			b.ReportMetric(float64(rep.P99)/1e6, tg.name+"_p99_ms")
 			b.ReportMetric(ratio, tg.name+"_ratio")
 			if rep.Errors+rep.Shed > 0 {
-				b.Logf("none/%s saw %d errors and %d shed", tg.name, rep.Errors, rep.Shed)
+				benchf(b, "none/%s saw %d errors and %d shed", tg.name, rep.Errors, rep.Shed)
 			}
 		}
 	}

@@ -29,10 +29,10 @@ func BenchmarkLoopbackDual(b *testing.B) {
 		}
 		dual := measureWAL(b, "bench-dual", c.ListenAddrs(), opts)
 		c.Close()
-		b.Logf("disk  %s", disk)
-		b.Logf("dual  %s", dual)
+		benchf(b, "disk  %s", disk)
+		benchf(b, "dual  %s", dual)
 		ratio := dual.AcceptedPerSec / disk.AcceptedPerSec
-		b.Logf("ratio (dual acks/s ÷ disk acks/s) = %.3f", ratio)
+		benchf(b, "ratio (dual acks/s ÷ disk acks/s) = %.3f", ratio)
 		b.ReportMetric(disk.AcceptedPerSec, "disk_acks/s")
 		b.ReportMetric(float64(disk.P50)/1e6, "disk_p50_ms")
 		b.ReportMetric(float64(disk.P99)/1e6, "disk_p99_ms")
@@ -42,7 +42,7 @@ func BenchmarkLoopbackDual(b *testing.B) {
 		b.ReportMetric(ratio, "ratio")
 		for name, r := range map[string]load.Report{"disk": disk, "dual": dual} {
 			if r.Errors+r.Shed > 0 {
-				b.Logf("%s saw %d errors and %d shed", name, r.Errors, r.Shed)
+				benchf(b, "%s saw %d errors and %d shed", name, r.Errors, r.Shed)
 			}
 		}
 	}

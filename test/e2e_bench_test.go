@@ -74,8 +74,8 @@ func BenchmarkEndToEndHTTPSink(b *testing.B) {
 			b.Fatal("nothing delivered")
 		}
 		p50, p99 := lags[len(lags)/2], lags[len(lags)*99/100]
-		b.Logf("ingest %s", rep)
-		b.Logf("delivered %d of %d acked in %v: %.0f hooks/s end to end; delivery latency p50 %v p99 %v",
+		benchf(b, "ingest %s", rep)
+		benchf(b, "delivered %d of %d acked in %v: %.0f hooks/s end to end; delivery latency p50 %v p99 %v",
 			len(lags), rep.Accepted, elapsed.Round(time.Millisecond), float64(len(lags))/elapsed.Seconds(), p50, p99)
 		b.ReportMetric(rep.AcceptedPerSec, "acked/s")
 		b.ReportMetric(float64(len(lags))/elapsed.Seconds(), "delivered/s")

@@ -96,14 +96,14 @@ func BenchmarkLoopbackIngest(b *testing.B) {
 				}
 			}
 			edge, stored, ref := got[0], got[1], got[2]
-			b.Logf("round %d (%s): ratio (ankusa/reference hooks/s) = %.3f edge only, %.3f with the compactor (compactor cost %.1f %%)",
+			benchf(b, "round %d (%s): ratio (ankusa/reference hooks/s) = %.3f edge only, %.3f with the compactor (compactor cost %.1f %%)",
 				round+1, map[bool]string{false: "forward", true: "reverse"}[reverse], edge/ref, stored/ref, 100*(1-stored/edge))
 			edges, storeds, refs = append(edges, edge), append(storeds, stored), append(refs, ref)
 			ratios, ratiosStored = append(ratios, edge/ref), append(ratiosStored, stored/ref)
 			costs = append(costs, 100*(1-stored/edge))
 			reverse = !reverse
 		}
-		b.Logf("median of %d rounds: ratio = %.3f edge only, %.3f with the compactor (compactor cost %.1f %%; rounds %s)",
+		benchf(b, "median of %d rounds: ratio = %.3f edge only, %.3f with the compactor (compactor cost %.1f %%; rounds %s)",
 			len(costs), medianOf(ratios), medianOf(ratiosStored), medianOf(costs), percents(costs))
 		b.ReportMetric(medianOf(edges), "hooks/s")
 		b.ReportMetric(medianOf(storeds), "compacting_hooks/s")
@@ -168,17 +168,17 @@ func loopbackAnkusa(b *testing.B, opts load.Options, label string, compacting bo
 	if err := inst.Stop(); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("ankusa %-12s %s (group commits: %d, %.1f hooks each; process CPU %.1f µs per hook committed, warm-up "+
+	benchf(b, "ankusa %-12s %s (group commits: %d, %.1f hooks each; process CPU %.1f µs per hook committed, warm-up "+
 		"and load generator included)", label, ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)),
 		cpuPerHook(cpu, committed))
 	if compacting {
-		b.Logf("compactor during the run: %.0f segments, %.0f hooks archived (warm-up included; %d accepted in the "+
+		benchf(b, "compactor during the run: %.0f segments, %.0f hooks archived (warm-up included; %d accepted in the "+
 			"measured run), %d pending at the end (archived %.1f s later, %d left; process CPU with them archived "+
 			"%.1f µs per hook committed)", segments, archived, ours.Accepted, lag, drained.Seconds(), left,
 			cpuPerHook(cpuDrained, committed))
 	}
 	if ours.Errors+ours.Shed > 0 {
-		b.Logf("ankusa %s saw %d errors and %d shed", label, ours.Errors, ours.Shed)
+		benchf(b, "ankusa %s saw %d errors and %d shed", label, ours.Errors, ours.Shed)
 	}
 	return ours.AcceptedPerSec
 }
@@ -194,6 +194,6 @@ func loopbackReference(b *testing.B, opts load.Options) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("reference    %s", theirs)
+	benchf(b, "reference    %s", theirs)
 	return theirs.AcceptedPerSec
 }

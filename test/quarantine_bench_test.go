@@ -102,9 +102,9 @@ func BenchmarkQuarantineFlood(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Logf("clean source alone:       %s", solo)
-		b.Logf("clean source under flood: %s", loaded)
-		b.Logf("forged flood answers by status: %v; flood p99 %v", statuses, floodP99)
+		benchf(b, "clean source alone:       %s", solo)
+		benchf(b, "clean source under flood: %s", loaded)
+		benchf(b, "forged flood answers by status: %v; flood p99 %v", statuses, floodP99)
 		b.ReportMetric(float64(floodP99)/1e6, "flood_p99_ms")
 		b.ReportMetric(float64(solo.P99)/1e6, "clean_solo_p99_ms")
 		b.ReportMetric(float64(loaded.P99)/1e6, "clean_flood_p99_ms")

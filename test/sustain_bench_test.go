@@ -460,18 +460,13 @@ func BenchmarkSustainableRate(b *testing.B) {
 		if i > 0 {
 			break
 		}
-		b.Logf("before the trials, %s", diskSync(b, b.TempDir(), 2*time.Second))
-		defer func() { b.Logf("after the trials, %s", diskSync(b, b.TempDir(), 2*time.Second)) }()
+		benchf(b, "before the trials, %s", diskSync(b, b.TempDir(), 2*time.Second))
+		defer func() { benchf(b, "after the trials, %s", diskSync(b, b.TempDir(), 2*time.Second)) }()
 		ingest := loopbackAnkusa(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}, "edge", false)
-		b.Logf("ingest only (64 connections, closed loop): %.0f hooks/s", ingest)
+		benchf(b, "ingest only (64 connections, closed loop): %.0f hooks/s", ingest)
 		for _, typ := range []string{"http", "log"} {
-			best, lines := searchRate(b, typ, ingest, d)
-			// Trials go to stdout: the testing package keeps only the first ten lines of a benchmark's log,
-			// which the results below must be among.
-			for _, l := range lines {
-				fmt.Printf("sustain: %s sink %s\n", typ, l)
-			}
-			b.Logf("SUSTAINABLE %s sink: %.0f hooks/s = %.2f x the ingest-only rate %.0f hooks/s (over %v per trial)",
+			best := searchRate(b, typ, ingest, d)
+			benchf(b, "SUSTAINABLE %s sink: %.0f hooks/s = %.2f x the ingest-only rate %.0f hooks/s (over %v per trial)",
 				typ, best, best/ingest, ingest, d)
 			b.ReportMetric(best, typ+"_sustained/s")
 			b.ReportMetric(best/ingest, typ+"_ratio")
@@ -480,15 +475,14 @@ func BenchmarkSustainableRate(b *testing.B) {
 	}
 }
 
-func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) (float64, []string) {
-	var lines []string
+func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) float64 {
 	// A rate fails only when a second trial fails too: on a shared box a trial can fail on the box's own
 	// stalls (a few seconds of a slow disk or a busy host lift a minute's p99 past any bound), which only ever
 	// make a trial worse, never better, so a pass stands and a failure is tried once more.
 	try := func(rate float64) bool {
 		for range 2 {
 			t := runTrial(b, typ, math.Round(rate), 1024, d)
-			lines = append(lines, t.String())
+			benchf(b, "%s sink %s", typ, t)
 			if t.ok() {
 				return true
 			}
@@ -503,7 +497,7 @@ func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) (floa
 		}
 		lo = rate
 		if rate > 2*ingest {
-			return lo, lines
+			return lo
 		}
 	}
 	if lo == 0 { // the first rate failed: go down by halves to a passing one
@@ -526,7 +520,7 @@ func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) (floa
 			hi = mid
 		}
 	}
-	return lo, lines
+	return lo
 }
 
 // BenchmarkSteady5k offers 5,000 hooks/s of 10 KiB open-loop for ANKUSA_BENCH_SUSTAIN_SECONDS to an instance
@@ -538,11 +532,11 @@ func BenchmarkSteady5k(b *testing.B) {
 		if i > 0 {
 			break
 		}
-		b.Logf("before the run, %s", diskSync(b, b.TempDir(), 2*time.Second))
+		benchf(b, "before the run, %s", diskSync(b, b.TempDir(), 2*time.Second))
 		t := runTrial(b, "http", 5000, 10240, sustainSeconds())
-		b.Logf("after the run, %s", diskSync(b, b.TempDir(), 2*time.Second))
-		b.Logf("STEADY 5000/s x 10 KiB, http sink: %s", t)
-		b.Logf("STEADY 5000/s: ack p99 %v (target <= 5ms), delivery p99 %v (target <= 500ms), missing %d",
+		benchf(b, "after the run, %s", diskSync(b, b.TempDir(), 2*time.Second))
+		benchf(b, "STEADY 5000/s x 10 KiB, http sink: %s", t)
+		benchf(b, "STEADY 5000/s: ack p99 %v (target <= 5ms), delivery p99 %v (target <= 500ms), missing %d",
 			t.ack.P99.Round(10*time.Microsecond), t.deliveryP99.Round(time.Millisecond), t.delivery.Missing)
 		b.ReportMetric(float64(t.ack.P99)/1e6, "ack_p99_ms")
 		b.ReportMetric(float64(t.deliveryP99)/1e6, "delivery_p99_ms")
