@@ -50,6 +50,7 @@ type trial struct {
 	delivery    load.DeliveryReport // http sink: from the recorder
 	deliveryP99 time.Duration       // the recorder's p99, or the node's ankusa_delivery_latency_seconds p99 (log sink)
 	nodeAckP99  time.Duration       // the node's own ack p99 (bucket bound) over the measured span; see ackWindow
+	writer      commitWindow        // the node's group commits over the measured span
 	cpu         cpuWindow           // over the measured span: this process's CPU and the box's
 	backlogHead float64             // mean backlog over the first third of the measured span
 	backlogTail float64             // mean backlog over the last third
@@ -65,9 +66,9 @@ func (t trial) ok() bool {
 }
 
 func (t trial) String() string {
-	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v; sends late p99 %v), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d, %s: %s",
+	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v; sends late p99 %v; %s), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d, %s: %s",
 		t.rate, t.ack.AcceptedPerSec, t.ack.Refusals(), t.ack.P50.Round(10*time.Microsecond), t.ack.P99.Round(10*time.Microsecond),
-		t.ack.P999.Round(10*time.Microsecond), t.nodeAckP99, t.ack.LateP99.Round(10*time.Microsecond), t.deliveryP99.Round(time.Millisecond), t.backlogHead, t.backlogTail, t.backlogEnd,
+		t.ack.P999.Round(10*time.Microsecond), t.nodeAckP99, t.ack.LateP99.Round(10*time.Microsecond), t.writer, t.deliveryP99.Round(time.Millisecond), t.backlogHead, t.backlogTail, t.backlogEnd,
 		t.delivery.Missing, t.cpu, map[bool]string{true: "sustained", false: "NOT sustained"}[t.ok()])
 }
 
@@ -136,11 +137,11 @@ func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Dura
 	if _, err := load.Run(context.Background(), warm); err != nil {
 		b.Fatal(err)
 	}
-	sampler, acks, cpu := sampleBacklog(inst), nodeAcks(inst), startCPU("this process, the load's included")
+	sampler, acks, commits, cpu := sampleBacklog(inst), nodeAcks(inst), startCommits(inst), startCPU("this process, the load's included")
 	opts.Duration = d
 	rep, err := load.Run(context.Background(), opts)
 	tr := sampler.stop(rate, rep)
-	tr.nodeAckP99, tr.cpu = acks.quantile(0.99), cpu.stop()
+	tr.nodeAckP99, tr.writer, tr.cpu = acks.quantile(0.99), commits.stop(), cpu.stop()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -194,10 +195,10 @@ func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d ti
 	// The measured span starts after the warm-up, in the other process: sampled from then, give or take the
 	// process's start.
 	time.Sleep(warm)
-	sampler, acks, cpu := sampleBacklog(inst), nodeAcks(inst), startCPU("node")
+	sampler, acks, commits, cpu := sampleBacklog(inst), nodeAcks(inst), startCommits(inst), startCPU("node")
 	time.Sleep(d)
 	tr := sampler.stop(rate, load.Report{})
-	tr.nodeAckP99, tr.cpu = acks.quantile(0.99), cpu.stop()
+	tr.nodeAckP99, tr.writer, tr.cpu = acks.quantile(0.99), commits.stop(), cpu.stop()
 	err := cmd.Wait()
 	lines := bytes.Split(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
 	if want := map[bool]int{true: 2, false: 1}[recAddr != ""]; len(lines) < want {
@@ -413,6 +414,42 @@ func nodeAcks(inst *instance.Instance) ackWindow {
 // quantile is the upper bound of the bucket holding quantile q of the requests answered since w began.
 func (w ackWindow) quantile(q float64) time.Duration {
 	return quantileSince(w.start, histogramOf(w.inst.Telemetry().Metrics.IngestDuration), q)
+}
+
+// commitWindow is the node's synced group commits over part of a trial (ankusa_wal_commit_duration_seconds and
+// ankusa_wal_commit_batch_size since it began): how many, how many hooks each, and the share of the span the
+// writer spent committing. The writer commits one group at a time, so a share near 100 % means every hook
+// queues behind the commit in flight: the ack tail then grows with any stall of the disk or the cores.
+type commitWindow struct {
+	inst        *instance.Instance
+	start       time.Time
+	dur0, size0 *dto.Histogram
+	commits     uint64
+	hooks, busy float64
+	span        time.Duration
+}
+
+func startCommits(inst *instance.Instance) commitWindow {
+	m := inst.Telemetry().Metrics
+	return commitWindow{inst: inst, start: time.Now(), dur0: histogramOf(m.CommitDuration), size0: histogramOf(m.CommitBatchSize)}
+}
+
+func (w commitWindow) stop() commitWindow {
+	m := w.inst.Telemetry().Metrics
+	dur, size := histogramOf(m.CommitDuration), histogramOf(m.CommitBatchSize)
+	w.span = time.Since(w.start)
+	w.commits = dur.GetSampleCount() - w.dur0.GetSampleCount()
+	w.busy = dur.GetSampleSum() - w.dur0.GetSampleSum()
+	w.hooks = size.GetSampleSum() - w.size0.GetSampleSum()
+	return w
+}
+
+func (w commitWindow) String() string {
+	if w.commits == 0 || w.span <= 0 {
+		return "no group commits"
+	}
+	return fmt.Sprintf("%d group commits, %.1f hooks each, writer busy %.0f %%", w.commits, w.hooks/float64(w.commits),
+		100*w.busy/w.span.Seconds())
 }
 
 // bucketQuantile is the upper bound of the bucket of histogram m that holds quantile q.
