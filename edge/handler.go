@@ -302,6 +302,9 @@ func (e *Edge) putScratch(sc *scratch) {
 	if cap(sc.body) > maxPooledBody {
 		sc.body = make([]byte, 0, 16<<10)
 	}
+	if sc.pending != nil && cap(sc.pending.Value) > maxPooledBody {
+		sc.pending = nil
+	}
 	e.scratch.Put(sc)
 }
 
@@ -505,18 +508,17 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 		Headers:     rq.hdrs, Body: rq.body, Flagged: rq.flagged, DedupeKey: rq.dedupeKey,
 		Verification: rq.verification,
 	}
-	rec := &store.Pending{
-		Record: store.Record{
-			ID: id, Tenant: rq.tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(len(rq.body)),
-			Value: store.AppendHook(make([]byte, 0, store.HookSize(&hook)), &hook),
-			Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: rq.dedupeKey, DedupeTTL: rq.dedupeTTL,
-		},
-		Done: make(chan store.Result, 1),
+	rec := rq.sc.takePending()
+	rec.Record = store.Record{
+		ID: id, Tenant: rq.tenant, Source: src.ID, ReceivedAt: hook.ReceivedAt, Size: uint32(len(rq.body)),
+		Value: store.AppendHook(rec.Value[:0], &hook),
+		Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: rq.dedupeKey, DedupeTTL: rq.dedupeTTL,
 	}
 	crashed := e.outage.Load().ch // loaded before the send: a crash after it must reach this record
 	e.system.Root.Send(e.batchers[p], rec)
 
 	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.read), crashed)
+	rq.sc.keepPending(rec)
 	switch {
 	case !ok:
 		return ending{}, errDeadline

@@ -535,3 +535,98 @@ func tryPost(inst *instance.Instance, port int) (int, error) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
 }
+
+// Each request's record (its value buffer and Done channel) is reused by a later request once the writer has
+// answered it. Bodies of varying sizes from concurrent clients are each stored verbatim under their own id:
+// a reused buffer never carries an earlier body's bytes into a later hook.
+func TestReusedRecordsKeepEachBody(t *testing.T) {
+	inst := start(t, func(c *config.Config) { c.Batcher.Partitions = 2 }, nil)
+	const clients, each = 4, 60
+	sent := make([]map[string][]byte, clients)
+	errs := make(chan error, clients)
+	for c := range clients {
+		sent[c] = map[string][]byte{}
+		go func() {
+			for i := range each {
+				// Sizes go up and down so a kept buffer is sometimes larger, sometimes smaller than the next body.
+				body := bytes.Repeat(fmt.Appendf(nil, "c%d-i%d|", c, i), 1+(i*37+c*11)%400)
+				r := send(inst, "/webhooks/sample", body)
+				if r.err != nil || r.status != 201 {
+					errs <- fmt.Errorf("client %d post %d: status %d %s %v", c, i, r.status, r.raw, r.err)
+					return
+				}
+				sent[c][r.body["id"].(string)] = body
+			}
+			errs <- nil
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	stored := map[[16]byte][]byte{}
+	for _, h := range hooks(t, inst) {
+		stored[h.ID] = h.Body
+	}
+	if len(stored) != clients*each {
+		t.Fatalf("%d hooks stored, %d acknowledged", len(stored), clients*each)
+	}
+	for _, m := range sent {
+		for s, body := range m {
+			id, _ := edge.ParseID(s)
+			if !bytes.Equal(stored[id], body) {
+				t.Fatalf("hook %s stored %d bytes %.40q, acknowledged with %d bytes %.40q", s, len(stored[id]), stored[id], len(body), body)
+			}
+		}
+	}
+}
+
+// Records whose deadline passed while they waited in the writer's queue are answered 503 and never committed,
+// though their batches stay queued until the writer reaches them; the requests that follow them, on scratches
+// that keep their records for reuse, are each committed once (TestKeepPendingOnlyWhenAnswered covers which
+// records a scratch keeps).
+func TestExpiredRecordsStayUncommitted(t *testing.T) {
+	h := newHold()
+	var release sync.Once
+	inst := start(t, func(c *config.Config) {
+		c.Batcher.Partitions = 1
+		c.Batcher.MaxBatch = 1
+		c.Batcher.RecordDeadlineMS = 300
+	}, h.faults())
+	t.Cleanup(func() { release.Do(func() { close(h.gate) }) })
+	first := make(chan reply, 1)
+	go func() { first <- send(inst, "/webhooks/sample", []byte(`{"n":0}`)) }()
+	poll.True(t, 10*time.Second, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	// Queued behind the held group, these expire one after another; each later request may take the scratch
+	// (and the record) of the one before it.
+	for i := 1; i <= 4; i++ {
+		postBody(t, inst, "/webhooks/sample", fmt.Appendf(nil, `{"n":%d}`, i)).expect(t, 503, "")
+	}
+	later := make(chan reply, 1)
+	go func() { later <- send(inst, "/webhooks/sample", []byte(`{"n":5}`)) }()
+	poll.True(t, 10*time.Second, "the last record queued", func() bool { n, _ := queue(inst); return n >= 2 })
+	release.Do(func() { close(h.gate) })
+	(<-first).expect(t, 201, "")
+	// The last one may have expired too (the hold outlived its deadline): either it is stored once or not at all.
+	last := <-later
+	want := map[string]bool{`{"n":0}`: true}
+	if last.status == 201 {
+		want[`{"n":5}`] = true
+	} else {
+		last.expect(t, 503, "")
+	}
+	hs := hooks(t, inst)
+	got := map[string]int{}
+	for _, x := range hs {
+		got[string(x.Body)]++
+	}
+	if len(hs) != len(want) {
+		t.Fatalf("store holds %d hooks %v; want %v", len(hs), got, want)
+	}
+	for b := range want {
+		if got[b] != 1 {
+			t.Fatalf("store holds %v; want each of %v once", got, want)
+		}
+	}
+}
