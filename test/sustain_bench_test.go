@@ -26,6 +26,7 @@ import (
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
 	"github.com/ankusa-go/ankusa/test/load"
+	"github.com/ankusa-go/ankusa/test/reference"
 )
 
 // sustainSeconds is how long each open-loop trial of the sustainable-rate search measures
@@ -45,6 +46,7 @@ const (
 
 // trial is what one open-loop run at a fixed rate against an instance with dispatch saw.
 type trial struct {
+	ref         bool // the ingest reference's trial: no delivery, no backlog, no node figures
 	rate        float64
 	ack         load.Report
 	delivery    load.DeliveryReport // http sink: from the recorder
@@ -66,6 +68,12 @@ func (t trial) ok() bool {
 }
 
 func (t trial) String() string {
+	if t.ref {
+		return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (sends late p99 %v), %s: %s",
+			t.rate, t.ack.AcceptedPerSec, t.ack.Refusals(), t.ack.P50.Round(10*time.Microsecond), t.ack.P99.Round(10*time.Microsecond),
+			t.ack.P999.Round(10*time.Microsecond), t.ack.LateP99.Round(10*time.Microsecond), t.cpu,
+			map[bool]string{true: "sustained", false: "NOT sustained"}[t.ok()])
+	}
 	return fmt.Sprintf("rate %.0f/s: acked %.0f/s, refused %s, ack p50 %v p99 %v p999 %v (in the node: p99 <= %v; sends late p99 %v; %s), delivery p99 %v, backlog %.0f -> %.0f (end %d), missing %d, %s: %s",
 		t.rate, t.ack.AcceptedPerSec, t.ack.Refusals(), t.ack.P50.Round(10*time.Microsecond), t.ack.P99.Round(10*time.Microsecond),
 		t.ack.P999.Round(10*time.Microsecond), t.nodeAckP99, t.ack.LateP99.Round(10*time.Microsecond), t.writer, t.deliveryP99.Round(time.Millisecond), t.backlogHead, t.backlogTail, t.backlogEnd,
@@ -107,6 +115,9 @@ func loadgenBinary(b *testing.B) string {
 // process unless loadgenInline.
 func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Duration) trial {
 	b.Helper()
+	if typ == refTrialType {
+		return runRefTrial(b, rate, bodyBytes, d)
+	}
 	if !loadgenInline() {
 		return runTrialProcess(b, typ, rate, bodyBytes, d)
 	}
@@ -180,9 +191,7 @@ func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d ti
 	// The drain bound covers a backlog of a few seconds of load; runTrial's bound, which depends on the backlog
 	// at the end, is not known before the process starts.
 	drain := d/2 + 30*time.Second
-	args := []string{"--url", o.URL, "--rate", strconv.FormatFloat(rate, 'f', -1, 64),
-		"--duration", d.String(), "--warmup", warm.String(), "--body-bytes", strconv.Itoa(bodyBytes),
-		"--workers", strconv.Itoa(o.Workers), "--timeout", o.Timeout.String(), "--json"}
+	args := loadgenArgs(o, d, warm)
 	if recAddr != "" {
 		args = append(args, "--recorder", recAddr, "--drain", drain.String())
 	}
@@ -222,6 +231,55 @@ func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d ti
 		b.Errorf("http sink at %.0f/s: %d acknowledged hooks not delivered, e.g. %v", rate, tr.delivery.Missing, tr.delivery.Missed)
 	} else if err != nil {
 		b.Fatalf("ankusa-loadgen: %v: %s", err, stderr.Bytes())
+	}
+	return tr
+}
+
+// loadgenArgs are the ankusa-loadgen flags of the open-loop load o: a warm-up of warm, then d measured, one JSON
+// report.
+func loadgenArgs(o load.Options, d, warm time.Duration) []string {
+	return []string{"--url", o.URL, "--rate", strconv.FormatFloat(o.Rate, 'f', -1, 64),
+		"--duration", d.String(), "--warmup", warm.String(), "--body-bytes", strconv.Itoa(o.BodyBytes),
+		"--workers", strconv.Itoa(o.Workers), "--timeout", o.Timeout.String(), "--json"}
+}
+
+// refTrialType is the trial type of the ingest reference (runRefTrial).
+const refTrialType = "reference"
+
+// runRefTrial is a trial of the ingest reference (test/reference: one goroutine commits every waiting request in
+// one synced batch, and nothing delivers): the same open-loop load from an ankusa-loadgen process as the node's
+// trials, at rate hooks/s of bodyBytes. It is the ack tail this box gives any receiver that syncs before it
+// answers, measured in the same run as the node's, so that a target the box itself cannot meet shows as such.
+func runRefTrial(b *testing.B, rate float64, bodyBytes int, d time.Duration) trial {
+	b.Helper()
+	ref, err := reference.Start(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := ref.Close(); err != nil {
+			b.Errorf("cannot stop the reference: %v", err)
+		}
+	}()
+	o := load.Options{URL: ref.URL(), Rate: rate, BodyBytes: bodyBytes, Workers: min(512, max(64, int(rate/20))),
+		Timeout: 10 * time.Second}
+	warm := trialWarmup(d)
+	cmd := exec.Command(loadgenBinary(b), loadgenArgs(o, d, warm)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(warm)
+	cpu := startCPU("reference")
+	time.Sleep(d)
+	tr := trial{ref: true, rate: rate, cpu: cpu.stop()}
+	if err := cmd.Wait(); err != nil {
+		b.Fatalf("ankusa-loadgen: %v: %s", err, stderr.Bytes())
+	}
+	line, _, _ := bytes.Cut(bytes.TrimSpace(stdout.Bytes()), []byte("\n"))
+	if err := json.Unmarshal(line, &tr.ack); err != nil {
+		b.Fatalf("ankusa-loadgen report %q: %v", line, err)
 	}
 	return tr
 }
@@ -490,7 +548,8 @@ func histogramOf(m prometheus.Metric) *dto.Histogram {
 // grows by half while trials pass, then bisects twice between the last pass and the first failure. It prints
 // every trial and the result beside the ingest-only rate. The trials' load comes from an ankusa-loadgen
 // process (ANKUSA_BENCH_LOADGEN=inline: from this one; see loadgenInline); the ingest-only rate is measured as
-// the ingest reference's is, from this process.
+// the ingest reference's is, from this process. Last, the same search runs against the ingest reference, which
+// delivers nothing: the rate this box sustains for any receiver that syncs before it answers, beside the node's.
 func BenchmarkSustainableRate(b *testing.B) {
 	d := sustainSeconds()
 	for i := 0; i < b.N; i++ {
@@ -501,14 +560,24 @@ func BenchmarkSustainableRate(b *testing.B) {
 		defer func() { benchf(b, "after the trials, %s", diskSync(b, b.TempDir(), 2*time.Second)) }()
 		ingest := loopbackAnkusa(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}, "edge", false)
 		benchf(b, "ingest only (64 connections, closed loop): %.0f hooks/s", ingest)
+		sustained := map[string]float64{}
 		for _, typ := range []string{"http", "log"} {
 			best := searchRate(b, typ, ingest, d)
+			sustained[typ] = best
 			benchf(b, "SUSTAINABLE %s sink: %.0f hooks/s = %.2f x the ingest-only rate %.0f hooks/s (over %v per trial)",
 				typ, best, best/ingest, ingest, d)
 			b.ReportMetric(best, typ+"_sustained/s")
 			b.ReportMetric(best/ingest, typ+"_ratio")
 		}
 		b.ReportMetric(ingest, "ingest/s")
+		// The same search for the ingest reference, which delivers nothing: the steady rate at which this box
+		// keeps any synced receiver's ack p99 within the bound, against its own flat-out rate.
+		refIngest := loopbackReference(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second})
+		ref := searchRate(b, refTrialType, refIngest, d)
+		benchf(b, "SUSTAINABLE reference, ingest only: %.0f hooks/s = %.2f x its flat-out rate %.0f hooks/s; with delivery the node sustained %.2f (http sink) and %.2f (log sink) x the reference's rate",
+			ref, ref/refIngest, refIngest, sustained["http"]/ref, sustained["log"]/ref)
+		b.ReportMetric(ref, "ref_sustained/s")
+		b.ReportMetric(ref/refIngest, "ref_ratio")
 	}
 }
 
@@ -519,7 +588,11 @@ func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) float
 	try := func(rate float64) bool {
 		for range 2 {
 			t := runTrial(b, typ, math.Round(rate), 1024, d)
-			benchf(b, "%s sink %s", typ, t)
+			if typ == refTrialType {
+				benchf(b, "reference (ingest only) %s", t)
+			} else {
+				benchf(b, "%s sink %s", typ, t)
+			}
 			if t.ok() {
 				return true
 			}
@@ -563,7 +636,8 @@ func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) float
 // BenchmarkSteady5k offers 5,000 hooks/s of 10 KiB open-loop for ANKUSA_BENCH_SUSTAIN_SECONDS to an instance
 // delivering to a local HTTP sink recorder and prints ack p99 (target <= 5 ms) and delivery p99 (target
 // <= 500 ms), and checks that every acknowledged hook was delivered. The load and the recorder run in an
-// ankusa-loadgen process, as in BenchmarkSustainableRate.
+// ankusa-loadgen process, as in BenchmarkSustainableRate. The ingest reference then takes the same load
+// (runRefTrial), and its ack p99 is printed beside the node's.
 func BenchmarkSteady5k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
@@ -575,6 +649,13 @@ func BenchmarkSteady5k(b *testing.B) {
 		benchf(b, "STEADY 5000/s x 10 KiB, http sink: %s", t)
 		benchf(b, "STEADY 5000/s: ack p99 %v (target <= 5ms), delivery p99 %v (target <= 500ms), missing %d",
 			t.ack.P99.Round(10*time.Microsecond), t.deliveryP99.Round(time.Millisecond), t.delivery.Missing)
+		// The ingest reference under the same load, delivering nothing: what this box gives a receiver that syncs
+		// before it answers.
+		r := runRefTrial(b, 5000, 10240, sustainSeconds())
+		benchf(b, "STEADY 5000/s x 10 KiB, reference (ingest only): %s", r)
+		benchf(b, "STEADY 5000/s: ack p99 %v with delivery, the reference's %v without", t.ack.P99.Round(10*time.Microsecond),
+			r.ack.P99.Round(10*time.Microsecond))
+		b.ReportMetric(float64(r.ack.P99)/1e6, "ref_ack_p99_ms")
 		b.ReportMetric(float64(t.ack.P99)/1e6, "ack_p99_ms")
 		b.ReportMetric(float64(t.deliveryP99)/1e6, "delivery_p99_ms")
 		b.ReportMetric(t.ack.AcceptedPerSec, "acked/s")
