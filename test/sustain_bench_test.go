@@ -139,7 +139,7 @@ func runTrial(b *testing.B, typ string, rate float64, bodyBytes int, d time.Dura
 		spec = config.SinkSpec{Type: "http", Options: map[string]any{"url": rec.URL()}}
 	}
 	inst := startTrialInstance(b, spec)
-	opts := trialOptions(inst, rate, bodyBytes)
+	opts := trialOptions(ingestURL(inst, "/webhooks/sample"), rate, bodyBytes)
 	if rec != nil {
 		opts.OnAcked = rec.Acked
 	}
@@ -186,7 +186,7 @@ func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d ti
 			b.Fatal(err)
 		}
 	}()
-	o := trialOptions(inst, rate, bodyBytes)
+	o := trialOptions(ingestURL(inst, "/webhooks/sample"), rate, bodyBytes)
 	warm := trialWarmup(d)
 	// The drain bound covers a backlog of a few seconds of load; runTrial's bound, which depends on the backlog
 	// at the end, is not known before the process starts.
@@ -195,12 +195,7 @@ func runTrialProcess(b *testing.B, typ string, rate float64, bodyBytes int, d ti
 	if recAddr != "" {
 		args = append(args, "--recorder", recAddr, "--drain", drain.String())
 	}
-	cmd := exec.Command(loadgenBinary(b), args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, stdout, stderr := startLoadgen(b, args)
 	// The measured span starts after the warm-up, in the other process: sampled from then, give or take the
 	// process's start.
 	time.Sleep(warm)
@@ -243,6 +238,17 @@ func loadgenArgs(o load.Options, d, warm time.Duration) []string {
 		"--workers", strconv.Itoa(o.Workers), "--timeout", o.Timeout.String(), "--json"}
 }
 
+// startLoadgen starts ankusa-loadgen with args, its output kept for the trial to read once it exits.
+func startLoadgen(b *testing.B, args []string) (cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
+	b.Helper()
+	cmd, stdout, stderr = exec.Command(loadgenBinary(b), args...), new(bytes.Buffer), new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	return cmd, stdout, stderr
+}
+
 // refTrialType is the trial type of the ingest reference (runRefTrial).
 const refTrialType = "reference"
 
@@ -261,15 +267,8 @@ func runRefTrial(b *testing.B, rate float64, bodyBytes int, d time.Duration) tri
 			b.Errorf("cannot stop the reference: %v", err)
 		}
 	}()
-	o := load.Options{URL: ref.URL(), Rate: rate, BodyBytes: bodyBytes, Workers: min(512, max(64, int(rate/20))),
-		Timeout: 10 * time.Second}
 	warm := trialWarmup(d)
-	cmd := exec.Command(loadgenBinary(b), loadgenArgs(o, d, warm)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, stdout, stderr := startLoadgen(b, loadgenArgs(trialOptions(ref.URL(), rate, bodyBytes), d, warm))
 	time.Sleep(warm)
 	cpu := startCPU("reference")
 	time.Sleep(d)
@@ -299,9 +298,9 @@ func startTrialInstance(b *testing.B, spec config.SinkSpec) *instance.Instance {
 // ack. rate/20 workers cover acks of 50 ms, five times the SLO's bound (rate/100 covered exactly the bound, so a
 // second of slow acks on a shared box grew into a queue inside the load generator); never more than the node's
 // default http.max_conns_per_ip (512), past which it answers 429.
-func trialOptions(inst *instance.Instance, rate float64, bodyBytes int) load.Options {
-	return load.Options{URL: ingestURL(inst, "/webhooks/sample"), Rate: rate, BodyBytes: bodyBytes,
-		Workers: min(512, max(64, int(rate/20))), Timeout: 10 * time.Second}
+func trialOptions(url string, rate float64, bodyBytes int) load.Options {
+	return load.Options{URL: url, Rate: rate, BodyBytes: bodyBytes, Workers: min(512, max(64, int(rate/20))),
+		Timeout: 10 * time.Second}
 }
 
 // trialWarmup is the warm-up before a trial's measured span d: a sixth of it, at least 2 s.
