@@ -44,7 +44,7 @@ test-short: prereq
 # BenchmarkLoopbackDual, matched by the same pattern), the drain of a
 # stored backlog of BENCH_BACKLOG hooks to each broker sink (the services of the machine,
 # kfake, goaws) and to a local HTTP sink beside the delivery reference, plus the in-process
-# micro-benchmarks, and the console's page loads at a million stored hooks (BenchmarkConsolePages
+# micro-benchmarks, what a LocalFS Put does to the synced appends beside it, and the console's page loads at a million stored hooks (BenchmarkConsolePages
 # fails a list page whose median is over 200 ms). Other figures are printed, never asserted.
 bench: prereq
 	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) $(GO) test -run '^$$' -bench 'Loopback' -benchtime 1x -timeout 20m ./test/...
@@ -57,6 +57,7 @@ bench: prereq
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./edge/... ./verify/... ./store/...
 	$(GO) test -run '^$$' -bench 'BackupRun' -benchtime 3x -benchmem -timeout 20m ./storage/backup/
 	$(GO) test -run '^$$' -bench 'Compaction' -benchmem -timeout 20m ./storage/
+	$(GO) test -run '^$$' -bench 'PutBesideSyncedAppends' -benchtime 1x -timeout 20m ./storage/blob/
 	$(GO) test -run '^$$' -bench . -benchmem -timeout 20m ./sinks/...
 	$(GO) test -run '^$$' -bench 'ConsolePages' -benchtime 1x -timeout 30m ./admin/console/
 
