@@ -44,8 +44,9 @@ test-short: prereq
 # BenchmarkLoopbackDual, matched by the same pattern), the drain of a
 # stored backlog of BENCH_BACKLOG hooks to each broker sink (the services of the machine,
 # kfake, goaws) and to a local HTTP sink beside the delivery reference, plus the in-process
-# micro-benchmarks, what a LocalFS Put does to the synced appends beside it, and the console's page loads at a million stored hooks (BenchmarkConsolePages
-# fails a list page whose median is over 200 ms). Other figures are printed, never asserted.
+# micro-benchmarks, what a LocalFS Put does to the synced appends beside it, and the console's page
+# loads at a million stored hooks (BenchmarkConsolePages fails a list page whose median is over
+# 200 ms). Other figures are printed, never asserted.
 bench: prereq
 	ANKUSA_BENCH_SECONDS=$(BENCH_SECONDS) $(GO) test -run '^$$' -bench 'Loopback' -benchtime 1x -timeout 20m ./test/...
 	$(GO) test -run '^$$' -bench 'EndToEnd|QuarantineFlood' -benchtime 1x -timeout 20m ./test/...
