@@ -438,8 +438,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // queue faster than it drains them, and a WAL fsync queued behind them waits for all of them. So each chunk is
 // written out before the next is written, and at most one chunk is ever ahead of a WAL fsync: beside 16 MiB Puts
 // every 700 ms, 4 KiB synced appends had a p999 of 1.6-3.0 ms this way against 7.2-9.1 ms with the writeback only
-// started (BenchmarkPutBesideSyncedAppends; 1 MiB chunks: 2.8-3.5 ms). A Put takes longer (22-28 ms against
-// 13-16 for 16 MiB), which the paced compactor does not notice.
+// started (BenchmarkPutBesideSyncedAppends; 1 MiB chunks: 2.8-3.5 ms). A Put takes longer (20-28 ms against
+// 13-16 for 16 MiB); the compactor's pacer counts the waits as its work, so it spreads the disk's time as it
+// spreads the CPU's.
 const writebackChunk = 256 << 10
 
 // copyWithWriteback copies size bytes from r to f, writing every chunk out before the next.
