@@ -10,11 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +23,7 @@ import (
 	"github.com/ankusa-go/ankusa/instance"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/test/disk"
 	"github.com/ankusa-go/ankusa/test/load"
 	"github.com/ankusa-go/ankusa/test/reference"
 )
@@ -358,27 +357,12 @@ func (s *backlogSampler) stop(rate float64, rep load.Report) trial {
 // p99 0.7 ms in one hour, 6 ms in the next), and every ack waits for one such sync.
 func diskSync(b *testing.B, dir string, d time.Duration) string {
 	b.Helper()
-	f, err := os.CreateTemp(dir, "disksync-")
+	lat, err := disk.SyncedAppends(dir, d, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = f.Close(); _ = os.Remove(f.Name()) }()
-	buf := make([]byte, 4096)
-	var lat []time.Duration
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		t := time.Now()
-		if _, err := f.Write(buf); err != nil {
-			b.Fatal(err)
-		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(t))
-	}
-	slices.Sort(lat)
-	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(10 * time.Microsecond) }
-	return fmt.Sprintf("disk: %d fdatasyncs of 4 KiB appends in %v: p50 %v p99 %v max %v", len(lat), d, q(0.5), q(0.99),
-		lat[len(lat)-1].Round(10*time.Microsecond))
+	return fmt.Sprintf("disk: %d fdatasyncs of 4 KiB appends in %v: p50 %v p99 %v max %v", len(lat), d, lat.Quantile(0.5),
+		lat.Quantile(0.99), lat.Max())
 }
 
 // cpuWindow is the CPU a trial used over its measured span: this process's (the node's, when the load runs in

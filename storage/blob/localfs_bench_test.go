@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/ankusa-go/ankusa/storage/blob"
+	"github.com/ankusa-go/ankusa/test/disk"
 )
 
 // BenchmarkPutBesideSyncedAppends measures what a LocalFS Put does to the synced writes beside it on the same
@@ -69,11 +68,6 @@ func BenchmarkPutBesideSyncedAppends(b *testing.B) {
 // latency quantiles and the writes' mean duration.
 func appendsBeside(b *testing.B, dir, label string, d, interval time.Duration, write func() error) {
 	b.Helper()
-	f, err := os.Create(filepath.Join(dir, "wal"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var writes int
@@ -99,28 +93,16 @@ func appendsBeside(b *testing.B, dir, label string, d, interval time.Duration, w
 			}
 		}()
 	}
-	page := make([]byte, 4<<10)
-	var lat []time.Duration
-	for end := time.Now().Add(d); time.Now().Before(end); {
-		start := time.Now()
-		if _, err := f.Write(page); err != nil {
-			b.Fatal(err)
-		}
-		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(start))
-		time.Sleep(500 * time.Microsecond)
-	}
+	lat, err := disk.SyncedAppends(dir, d, 500*time.Microsecond)
 	close(stop)
 	wg.Wait()
+	if err != nil {
+		b.Fatal(err)
+	}
 	if werr != nil {
 		b.Fatal(werr)
 	}
-	slices.Sort(lat)
-	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(10 * time.Microsecond) }
-	line := fmt.Sprintf("%-20s %d synced 4 KiB appends: p50 %v p99 %v p999 %v max %v", label, len(lat), q(0.5), q(0.99),
-		q(0.999), lat[len(lat)-1].Round(10*time.Microsecond))
+	line := fmt.Sprintf("%-20s %s", label, lat)
 	if writes > 0 {
 		line += fmt.Sprintf("; %d objects of 16 MiB, %v each", writes, (took / time.Duration(writes)).Round(time.Millisecond))
 	}
