@@ -267,6 +267,9 @@ func TestWriterBoundsGroupsByRecordsAndBytes(t *testing.T) {
 		all = append(all, ps...)
 		rb.send(1, ps)
 	}
+	// As above: the seven batches must be queued behind the held group before it ends, or the writer takes the
+	// first of them alone.
+	rb.waitQueued(8)
 	rb.gate.open()
 	rb.result(held)
 	for _, p := range all {
