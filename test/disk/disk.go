@@ -1,6 +1,7 @@
 // Package disk measures the disk as the store uses it: appends of 4 KiB, each followed by fdatasync, as a WAL
-// with a synced write per group commit. Benchmarks print it beside their own figures, since on a shared box the
-// disk's tail moves from run to run and every ack waits for one such sync.
+// with a synced write per group commit (SyncedAppends), and the ack tail of an ideal group commit at a given rate
+// and size (GroupCommit). Benchmarks print them beside their own figures, since on a shared box the disk's tail
+// moves from run to run and every ack waits for one such sync.
 package disk
 
 import (
