@@ -144,12 +144,12 @@ func loopbackAnkusa(b *testing.B, opts load.Options, label string, compacting bo
 			c.Storage.RollMS = 1000
 		}
 	}, nil)
-	seq0, cpu0 := inst.Store().NextSeq(), cpuTime()
+	seq0, cpu0, sw0 := inst.Store().NextSeq(), cpuTime(), contextSwitches()
 	ours, err := load.Measure(context.Background(), ingestURL(inst, "/webhooks/sample"), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cpu, committed := cpuTime()-cpu0, int(inst.Store().NextSeq()-seq0)
+	cpu, switches, committed := cpuTime()-cpu0, contextSwitches()-sw0, int(inst.Store().NextSeq()-seq0)
 	var m dto.Metric
 	_ = inst.Telemetry().Metrics.CommitBatchSize.Write(&m)
 	groups := m.GetHistogram().GetSampleCount()
@@ -168,9 +168,10 @@ func loopbackAnkusa(b *testing.B, opts load.Options, label string, compacting bo
 	if err := inst.Stop(); err != nil {
 		b.Fatal(err)
 	}
-	benchf(b, "ankusa %-12s %s (group commits: %d, %.1f hooks each; process CPU %.1f µs per hook committed, warm-up "+
-		"and load generator included)", label, ours, groups, m.GetHistogram().GetSampleSum()/float64(max(groups, 1)),
-		cpuPerHook(cpu, committed))
+	benchf(b, "ankusa %-12s %s (group commits: %d, %.1f hooks each; process CPU %.1f µs and %.1f context switches per "+
+		"hook committed, warm-up and load generator included)", label, ours, groups,
+		m.GetHistogram().GetSampleSum()/float64(max(groups, 1)), cpuPerHook(cpu, committed),
+		float64(switches)/float64(max(committed, 1)))
 	if compacting {
 		benchf(b, "compactor during the run: %.0f segments, %.0f hooks archived (warm-up included; %d accepted in the "+
 			"measured run), %d pending at the end (archived %.1f s later, %d left; process CPU with them archived "+
@@ -189,11 +190,14 @@ func loopbackReference(b *testing.B, opts load.Options) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cpu0, sw0 := cpuTime(), contextSwitches()
 	theirs, err := load.Measure(context.Background(), ref.URL(), opts)
+	cpu, switches, stored := cpuTime()-cpu0, contextSwitches()-sw0, int(ref.Stored())
 	_ = ref.Close()
 	if err != nil {
 		b.Fatal(err)
 	}
-	benchf(b, "reference    %s", theirs)
+	benchf(b, "reference    %s (process CPU %.1f µs and %.1f context switches per hook stored, warm-up and load "+
+		"generator included)", theirs, cpuPerHook(cpu, stored), float64(switches)/float64(max(stored, 1)))
 	return theirs.AcceptedPerSec
 }

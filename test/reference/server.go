@@ -157,6 +157,10 @@ func (s *Server) closeDB() {
 	s.opts.Destroy()
 }
 
+// Stored is how many hooks the server has stored since it started on an empty directory (the highest seq).
+// It must not be called after Close.
+func (s *Server) Stored() uint64 { return s.lastSeq() }
+
 // lastSeq is the highest hook seq stored, so a reopened directory never reuses one.
 func (s *Server) lastSeq() uint64 {
 	ro := grocksdb.NewDefaultReadOptions()
