@@ -175,11 +175,21 @@ func startRecorder(b testing.TB) *load.Recorder {
 // hook (the recorder's share included, which is the same for both) tells its cost apart from the box's load,
 // which moves the hooks/s of two runs apart.
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
+	ru := selfUsage()
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// contextSwitches is how many times this process's threads were switched out so far, voluntarily or not.
+func contextSwitches() int64 {
+	ru := selfUsage()
+	return ru.Nvcsw + ru.Nivcsw
+}
+
+// selfUsage is this process's getrusage (zero when it fails: the figures then read as nothing used).
+func selfUsage() syscall.Rusage {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru
 }
 
 func cpuPerHook(cpu time.Duration, n int) float64 {

@@ -13,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -426,15 +425,6 @@ func (w cpuWindow) String() string {
 // rates the switches a hook causes, not the work it needs, set much of the node's CPU.
 func (w cpuWindow) perHook(rate float64) string {
 	return fmt.Sprintf("%s %.0f us CPU and %.1f context switches a hook", w.who, 1e6*w.procCores/rate, w.switchesPerSec/rate)
-}
-
-// contextSwitches is how many times this process's threads were switched out so far (getrusage).
-func contextSwitches() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Nvcsw + ru.Nivcsw
 }
 
 // boxTicks reads the busy and total CPU ticks of the box from the first line of /proc/stat (idle and iowait
