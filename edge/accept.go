@@ -216,13 +216,50 @@ func statusText(status int) string {
 	return "Error"
 }
 
-// trackedConn gives its slot back once, when fasthttp closes it.
+// trackedConn gives its slot back once, when fasthttp closes it, and keeps its deadlines lazily (lazyDeadline).
 type trackedConn struct {
 	net.Conn
-	a     *acceptor
-	key   netip.Addr
-	keyed bool
-	once  sync.Once
+	a      *acceptor
+	key    netip.Addr
+	keyed  bool
+	once   sync.Once
+	rd, wd lazyDeadline
+}
+
+func (c *trackedConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(p)
+		if n > 0 || err == nil || !c.rd.early(err, c.Conn.SetReadDeadline) {
+			return n, err
+		}
+	}
+}
+
+func (c *trackedConn) Write(p []byte) (int, error) {
+	written := 0
+	for {
+		n, err := c.Conn.Write(p[written:])
+		written += n
+		if err == nil || !c.wd.early(err, c.Conn.SetWriteDeadline) {
+			return written, err
+		}
+		if written == len(p) {
+			return written, nil
+		}
+	}
+}
+
+func (c *trackedConn) SetReadDeadline(t time.Time) error { return c.rd.set(t, c.Conn.SetReadDeadline) }
+
+func (c *trackedConn) SetWriteDeadline(t time.Time) error {
+	return c.wd.set(t, c.Conn.SetWriteDeadline)
+}
+
+func (c *trackedConn) SetDeadline(t time.Time) error {
+	if err := c.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
 }
 
 func (c *trackedConn) Close() error {

@@ -553,3 +553,45 @@ func TestListenerRestartKeepsTheSocket(t *testing.T) {
 		t.Fatal("the ingest port still accepts connections after the instance stopped")
 	}
 }
+
+// A keep-alive connection that waits between requests longer than the head and body deadlines of the request
+// before, but less than http.idle_timeout_ms, is still served: those deadlines are left armed in the poller
+// (lazyDeadline), and their expiry while the connection idles must not end it. Past the idle timeout it closes.
+func TestKeepAliveOutlivesTheLastRequestsDeadlines(t *testing.T) {
+	inst := startWrapped(t, nil, func(c *config.Config) {
+		c.HTTP.HeaderTimeoutMS, c.HTTP.ReadTimeoutMS, c.HTTP.IdleTimeoutMS = 200, 200, 1500
+	})
+	c := dial(t, inst.IngestAddr())
+	br := bufio.NewReader(c)
+	post := func() int {
+		t.Helper()
+		req := "POST /webhooks/sample HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write([]byte(req)); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("read answer: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for i := range 3 {
+		if st := post(); st != 201 {
+			t.Fatalf("request %d: %d, want 201", i, st)
+		}
+		time.Sleep(600 * time.Millisecond) // past the 200 ms head and body deadlines, within the 1.5 s idle one
+	}
+	start := time.Now()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("an idle connection got bytes it did not ask for")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("an idle connection was kept open past http.idle_timeout_ms")
+	}
+	if waited := time.Since(start); waited < 500*time.Millisecond {
+		t.Fatalf("the idle connection closed %v after the last request's wait, before its idle timeout", waited)
+	}
+}
