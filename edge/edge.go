@@ -15,6 +15,7 @@ import (
 	"github.com/ankusa-go/ankusa/fleet"
 	"github.com/ankusa-go/ankusa/store"
 	"github.com/ankusa-go/ankusa/telemetry"
+	"github.com/ankusa-go/ankusa/verify"
 )
 
 // Settings are the edge's knobs, read from the config once.
@@ -299,6 +300,7 @@ type scratch struct {
 	hdrs   []store.Header
 	timer  *time.Timer
 	resp   []byte
+	vreq   verify.Request // verifyTrust's request
 	// pending is the record of the scratch's last commit, kept for the next one with its Done channel and its
 	// value buffer (the encoded hook, body included: without it every hook allocated its body again, which at
 	// 10 KiB bodies was nearly half of the node's allocated bytes and as much of its collections).

@@ -337,13 +337,16 @@ func (e *Edge) readBody(rq *request) error {
 func (e *Edge) verifyTrust(rq *request) (ending, error) {
 	ctx, sc, src := rq.ctx, rq.sc, rq.src
 	trust := src.Trust
-	vreq := verify.Request{Body: rq.body, Header: sc.header, Query: sc.query, RawQuery: ctx.URI().QueryString(), Now: rq.start}
+	// The request lives in the scratch: passed to the verifier interface it would escape, one allocation a hook.
+	vreq := &sc.vreq
+	*vreq = verify.Request{Body: rq.body, Header: sc.header, Query: sc.query, RawQuery: ctx.URI().QueryString(), Now: rq.start}
 	if trust.PeerCert {
 		if st := ctx.TLSConnectionState(); st != nil && len(st.PeerCertificates) > 0 {
 			vreq.PeerCert = st.PeerCertificates[0]
 		}
 	}
-	vres := trust.Verify(rq.tenant, &vreq)
+	vres := trust.Verify(rq.tenant, vreq)
+	*vreq = verify.Request{} // the body and certificate are not kept past the request
 	if vres.WeakHash {
 		e.tel.WeakHash(src.ID, vres.Scheme)
 	}
@@ -515,7 +518,7 @@ func (e *Edge) commit(rq *request, id [16]byte, p int) (ending, error) {
 		Sinks: src.Sinks, Archive: e.set.Archive, DedupeKey: rq.dedupeKey, DedupeTTL: rq.dedupeTTL,
 	}
 	crashed := e.outage.Load().ch // loaded before the send: a crash after it must reach this record
-	e.system.Root.Send(e.batchers[p], rec)
+	e.system.Root.Send(e.batchers[p], rec.Envelope())
 
 	res, ok := e.wait(rec, rq.sc, e.set.RecordDeadline-time.Since(rq.read), crashed)
 	rq.sc.keepPending(rec)

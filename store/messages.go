@@ -35,11 +35,24 @@ type Pending struct {
 	Record
 	Done  chan Result
 	state atomic.Int32
+	env   actor.MessageEnvelope // carries the Pending itself; see Envelope
 }
 
 // NewPending returns a Pending with its Done channel.
 func NewPending() *Pending {
-	return &Pending{Done: make(chan Result, 1)}
+	p := &Pending{Done: make(chan Result, 1)}
+	p.env.Message = p
+	return p
+}
+
+// Envelope is p wrapped as an actor message. An actor with receiver middleware (every supervised one) wraps each
+// message it receives in a new envelope unless it already is one: sent as its own envelope, which never changes
+// (it holds only p), a record costs its batcher no allocation. A Pending not made by NewPending is sent bare.
+func (p *Pending) Envelope() any {
+	if p.env.Message == nil {
+		return p
+	}
+	return &p.env
 }
 
 // Expire marks p as given up by its caller (its deadline passed). true: the writer will never commit it and
