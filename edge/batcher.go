@@ -28,13 +28,16 @@ type batcher struct {
 	inflight  int
 	scheduled bool
 	timer     *time.Timer // the max_delay wake-up, made once and re-armed; stopped with the batcher
+	// flushEnv is flush as an actor message, made once: the batcher's receiver middleware would wrap a bare one
+	// in a new envelope every time (see store.Pending.Envelope).
+	flushEnv *actor.MessageEnvelope
 }
 
 // NewBatcherProps returns the props of partition i's batcher.
 func NewBatcherProps(e *Edge, i int, writer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &batcher{e: e, partition: i, maxBatch: e.set.MaxBatch, maxCommits: e.set.MaxCommits,
-			maxDelay: e.set.MaxDelay, writer: writer}
+			maxDelay: e.set.MaxDelay, writer: writer, flushEnv: &actor.MessageEnvelope{Message: flush{}}}
 	}, actor.WithReceiverMiddleware(answerOnPanic(e)))
 }
 
@@ -75,7 +78,7 @@ func (b *batcher) Receive(ctx actor.Context) {
 			if b.maxDelay > 0 {
 				b.armTimer(ctx)
 			} else {
-				ctx.Send(ctx.Self(), flush{})
+				ctx.Send(ctx.Self(), b.flushEnv)
 			}
 		}
 	case flush:
@@ -98,8 +101,8 @@ func (b *batcher) Receive(ctx actor.Context) {
 // already sent is harmless: it dispatches nothing.
 func (b *batcher) armTimer(ctx actor.Context) {
 	if b.timer == nil {
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		b.timer = time.AfterFunc(b.maxDelay, func() { root.Send(self, flush{}) })
+		self, root, env := ctx.Self(), ctx.ActorSystem().Root, b.flushEnv
+		b.timer = time.AfterFunc(b.maxDelay, func() { root.Send(self, env) })
 		return
 	}
 	b.timer.Reset(b.maxDelay)
@@ -114,7 +117,7 @@ func (b *batcher) dispatch(ctx actor.Context) {
 		copy(recs, b.buf)
 		b.buf = append(b.buf[:0], b.buf[n:]...)
 		b.inflight++
-		ctx.Send(b.writer, &store.Batch{Partition: b.partition, Records: recs, ReplyTo: ctx.Self()})
+		ctx.Send(b.writer, store.NewBatch(b.partition, recs, ctx.Self()).Envelope())
 	}
 }
 

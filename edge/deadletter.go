@@ -24,7 +24,7 @@ func AnswerDeadLetter(root *actor.RootContext, msg any) bool {
 			}
 		}
 		if m.ReplyTo != nil {
-			root.Send(m.ReplyTo, &store.BatchDone{Partition: m.Partition, Records: len(m.Records)})
+			root.Send(m.ReplyTo, m.Done())
 		}
 	case *penWrite:
 		if m.withdraw() {

@@ -82,6 +82,36 @@ type Batch struct {
 	Partition int
 	Records   []*Pending
 	ReplyTo   *actor.PID // receives BatchDone once every record of the batch has its Result (or expired)
+
+	// A batch made by NewBatch carries its message envelope and its BatchDone (with its own), so that the trip to
+	// the writer and back costs no allocation beyond the batch itself (see Pending.Envelope).
+	env, doneEnv actor.MessageEnvelope
+	done         BatchDone
+}
+
+// NewBatch returns partition's batch of records, whose BatchDone goes to replyTo.
+func NewBatch(partition int, records []*Pending, replyTo *actor.PID) *Batch {
+	b := &Batch{Partition: partition, Records: records, ReplyTo: replyTo}
+	b.env.Message = b
+	b.done = BatchDone{Partition: partition, Records: len(records)}
+	b.doneEnv.Message = &b.done
+	return b
+}
+
+// Envelope is b wrapped as an actor message (b itself when b was not made by NewBatch).
+func (b *Batch) Envelope() any {
+	if b.env.Message == nil {
+		return b
+	}
+	return &b.env
+}
+
+// Done is the BatchDone of b, as a message for b.ReplyTo.
+func (b *Batch) Done() any {
+	if b.doneEnv.Message == nil {
+		return &BatchDone{Partition: b.Partition, Records: len(b.Records)}
+	}
+	return &b.doneEnv
 }
 
 // BatchDone tells a batcher that every record of one of its batches was answered; the batch's Pendings may be

@@ -418,6 +418,6 @@ func failBatch(root *actor.RootContext, log zerolog.Logger, b *Batch) {
 
 func sendBatchDone(root *actor.RootContext, b *Batch) {
 	if b.ReplyTo != nil {
-		root.Send(b.ReplyTo, &BatchDone{Partition: b.Partition, Records: len(b.Records)})
+		root.Send(b.ReplyTo, b.Done())
 	}
 }
