@@ -25,7 +25,7 @@ type batcher struct {
 	writer     *actor.PID
 
 	buf       []*store.Pending
-	inflight  int
+	inflight  *store.Inflight // this incarnation's batches in the writer; a restart starts at none
 	scheduled bool
 	timer     *time.Timer // the max_delay wake-up, made once and re-armed; stopped with the batcher
 	// flushEnv is flush as an actor message, made once: the batcher's receiver middleware would wrap a bare one
@@ -37,7 +37,8 @@ type batcher struct {
 func NewBatcherProps(e *Edge, i int, writer *actor.PID) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &batcher{e: e, partition: i, maxBatch: e.set.MaxBatch, maxCommits: e.set.MaxCommits,
-			maxDelay: e.set.MaxDelay, writer: writer, flushEnv: &actor.MessageEnvelope{Message: flush{}}}
+			maxDelay: e.set.MaxDelay, writer: writer, flushEnv: &actor.MessageEnvelope{Message: flush{}},
+			inflight: new(store.Inflight)}
 	}, actor.WithReceiverMiddleware(answerOnPanic(e)))
 }
 
@@ -85,9 +86,7 @@ func (b *batcher) Receive(ctx actor.Context) {
 		b.scheduled = false
 		b.dispatch(ctx)
 	case *store.BatchDone:
-		if b.inflight > 0 {
-			b.inflight--
-		}
+		// Sent only while the batcher waited for room (or by a batch of an earlier incarnation): look again.
 		b.dispatch(ctx)
 	case *actor.Restarting, *actor.Stopping:
 		if b.timer != nil {
@@ -109,15 +108,20 @@ func (b *batcher) armTimer(ctx actor.Context) {
 }
 
 // dispatch hands full-or-ready batches to the writer while the partition has room in
-// flight; the rest waits for a BatchDone.
+// flight; the rest waits for a BatchDone, which the writer sends once room appears.
 func (b *batcher) dispatch(ctx actor.Context) {
-	for len(b.buf) > 0 && b.inflight < b.maxCommits {
+	for len(b.buf) > 0 {
+		if !b.inflight.Take(b.maxCommits) {
+			if b.inflight.Wait(b.maxCommits) {
+				return
+			}
+			continue
+		}
 		n := min(len(b.buf), b.maxBatch)
 		recs := make([]*store.Pending, n)
 		copy(recs, b.buf)
 		b.buf = append(b.buf[:0], b.buf[n:]...)
-		b.inflight++
-		ctx.Send(b.writer, store.NewBatch(b.partition, recs, ctx.Self()).Envelope())
+		ctx.Send(b.writer, store.NewBatch(b.partition, recs, ctx.Self(), b.inflight).Envelope())
 	}
 }
 

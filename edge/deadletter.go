@@ -23,9 +23,7 @@ func AnswerDeadLetter(root *actor.RootContext, msg any) bool {
 				p.Done <- store.Result{Err: store.ErrWriterStopped}
 			}
 		}
-		if m.ReplyTo != nil {
-			root.Send(m.ReplyTo, m.Done())
-		}
+		m.Finish(root)
 	case *penWrite:
 		if m.withdraw() {
 			m.done <- store.ErrWriterStopped

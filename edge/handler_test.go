@@ -630,3 +630,33 @@ func TestExpiredRecordsStayUncommitted(t *testing.T) {
 		}
 	}
 }
+
+// A batcher at max_commits waits for room, and the batch that finishes wakes it: the records it buffered
+// meanwhile are committed as soon as the writer is done with the one in flight, not at their deadline.
+func TestBatcherAtMaxCommitsResumesWhenABatchFinishes(t *testing.T) {
+	h := newHold()
+	inst := start(t, func(c *config.Config) {
+		c.Batcher.Partitions = 1
+		c.Batcher.MaxCommits = 1
+		c.Batcher.RecordDeadlineMS = 60_000 // far beyond the wait below: only the wake-up can answer in time
+	}, h.faults())
+	done := make(chan reply, 3)
+	go func() { done <- send(inst, "/webhooks/sample", []byte(`{"n":0}`)) }()
+	poll.True(t, 10*time.Second, "the first group to hold the sync", func() bool { return h.entered.Load() == 1 })
+	for i := 1; i <= 2; i++ {
+		go func() { done <- send(inst, "/webhooks/sample", fmt.Appendf(nil, `{"n":%d}`, i)) }()
+	}
+	poll.True(t, 10*time.Second, "two records waiting in the batcher", func() bool { n, _ := queue(inst); return n == 3 })
+	close(h.gate)
+	for range 3 {
+		select {
+		case r := <-done:
+			r.expect(t, 201, "")
+		case <-time.After(10 * time.Second):
+			t.Fatal("records buffered at max_commits were not committed once the batch in flight finished")
+		}
+	}
+	if n := len(hooks(t, inst)); n != 3 {
+		t.Fatalf("store holds %d hooks, want 3", n)
+	}
+}

@@ -82,6 +82,9 @@ type Batch struct {
 	Partition int
 	Records   []*Pending
 	ReplyTo   *actor.PID // receives BatchDone once every record of the batch has its Result (or expired)
+	// Inflight, when set, is the batcher's count of its batches in flight: a finished batch takes itself off it,
+	// and the BatchDone goes to ReplyTo only when the batcher waits for room (see Inflight).
+	Inflight *Inflight
 
 	// A batch made by NewBatch carries its message envelope and its BatchDone (with its own), so that the trip to
 	// the writer and back costs no allocation beyond the batch itself (see Pending.Envelope).
@@ -89,9 +92,10 @@ type Batch struct {
 	done         BatchDone
 }
 
-// NewBatch returns partition's batch of records, whose BatchDone goes to replyTo.
-func NewBatch(partition int, records []*Pending, replyTo *actor.PID) *Batch {
-	b := &Batch{Partition: partition, Records: records, ReplyTo: replyTo}
+// NewBatch returns partition's batch of records, whose BatchDone goes to replyTo; inflight may be nil (a
+// BatchDone for every batch).
+func NewBatch(partition int, records []*Pending, replyTo *actor.PID, inflight *Inflight) *Batch {
+	b := &Batch{Partition: partition, Records: records, ReplyTo: replyTo, Inflight: inflight}
 	b.env.Message = b
 	b.done = BatchDone{Partition: partition, Records: len(records)}
 	b.doneEnv.Message = &b.done
@@ -117,3 +121,51 @@ func (b *Batch) Done() any {
 // BatchDone tells a batcher that every record of one of its batches was answered; the batch's Pendings may be
 // reused.
 type BatchDone struct{ Partition, Records int }
+
+// Inflight counts one batcher's batches that the writer has not finished. A BatchDone message for every batch
+// was a goroutine hand-off per batch (the batcher's mailbox is scheduled on a new goroutine each time it
+// wakes), at moderate rates two thread switches a hook; with the count shared, a finished batch only takes
+// itself off it, and a message goes to the batcher only when it waits for room (max_commits reached).
+type Inflight struct {
+	n       atomic.Int32
+	waiting atomic.Bool
+}
+
+// Take counts one more batch in flight if fewer than max are.
+func (f *Inflight) Take(max int) bool {
+	if f.n.Load() >= int32(max) {
+		return false
+	}
+	f.n.Add(1) // only the batcher adds, so the check above holds
+	return true
+}
+
+// Wait tells the writer that the batcher waits for room, and reports false when room appeared meanwhile (the
+// batcher then tries again itself; a BatchDone may still come, which is harmless). Sequentially consistent
+// atomics on both sides: either the batcher's load here sees the writer's decrement, or the writer's swap in
+// Finish sees waiting set, so a batcher never waits for a BatchDone that no one sends.
+func (f *Inflight) Wait(max int) bool {
+	f.waiting.Store(true)
+	if f.n.Load() < int32(max) {
+		f.waiting.Store(false)
+		return false
+	}
+	return true
+}
+
+// InFlight is how many batches are in flight.
+func (f *Inflight) InFlight() int { return int(f.n.Load()) }
+
+// Finish reports b finished: every record answered (or expired). It takes b off its batcher's count and sends
+// the BatchDone to ReplyTo if the batcher waits for room, or always when b counts on no Inflight.
+func (b *Batch) Finish(root *actor.RootContext) {
+	if f := b.Inflight; f != nil {
+		f.n.Add(-1)
+		if !f.waiting.CompareAndSwap(true, false) {
+			return
+		}
+	}
+	if b.ReplyTo != nil {
+		root.Send(b.ReplyTo, b.Done())
+	}
+}

@@ -416,8 +416,4 @@ func failBatch(root *actor.RootContext, log zerolog.Logger, b *Batch) {
 	sendBatchDone(root, b)
 }
 
-func sendBatchDone(root *actor.RootContext, b *Batch) {
-	if b.ReplyTo != nil {
-		root.Send(b.ReplyTo, b.Done())
-	}
-}
+func sendBatchDone(root *actor.RootContext, b *Batch) { b.Finish(root) }
