@@ -597,8 +597,15 @@ func BenchmarkSustainableRate(b *testing.B) {
 		// keeps any synced receiver's ack p99 within the bound, against its own flat-out rate.
 		refIngest := loopbackReference(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second})
 		ref := searchRate(b, refTrialType, refIngest, d)
-		benchf(b, "SUSTAINABLE reference, ingest only: %.0f hooks/s = %.2f x its flat-out rate %.0f hooks/s; with delivery the node sustained %.2f (http sink) and %.2f (log sink) x the reference's rate",
-			ref, ref/refIngest, refIngest, sustained["http"]/ref, sustained["log"]/ref)
+		// Against a reference that sustained nothing the node's share is no number (0/0 printed NaN).
+		share := func(typ string) string {
+			if ref == 0 {
+				return "n/a"
+			}
+			return strconv.FormatFloat(sustained[typ]/ref, 'f', 2, 64)
+		}
+		benchf(b, "SUSTAINABLE reference, ingest only: %.0f hooks/s = %.2f x its flat-out rate %.0f hooks/s; with delivery the node sustained %s (http sink) and %s (log sink) x the reference's rate",
+			ref, ref/refIngest, refIngest, share("http"), share("log"))
 		b.ReportMetric(ref, "ref_sustained/s")
 		b.ReportMetric(ref/refIngest, "ref_ratio")
 	}
