@@ -123,9 +123,9 @@ func (b *Batch) Done() any {
 type BatchDone struct{ Partition, Records int }
 
 // Inflight counts one batcher's batches that the writer has not finished. A BatchDone message for every batch
-// was a goroutine hand-off per batch (the batcher's mailbox is scheduled on a new goroutine each time it
-// wakes), at moderate rates two thread switches a hook; with the count shared, a finished batch only takes
-// itself off it, and a message goes to the batcher only when it waits for room (max_commits reached).
+// woke the idle batcher's mailbox on a new goroutine once a batch (at 2,000 hooks/s about 0.6 of the 6-7
+// goroutines a hook made); with the count shared, a finished batch only takes itself off it, and a message goes
+// to the batcher only when it waits for room (max_commits reached).
 type Inflight struct {
 	n       atomic.Int32
 	waiting atomic.Bool
