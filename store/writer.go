@@ -101,7 +101,7 @@ func answerBatchOnPanic(onPanic func()) actor.ReceiverMiddleware {
 								}
 							}
 						}
-						sendBatchDone(c.ActorSystem().Root, b)
+						b.Finish(c.ActorSystem().Root)
 					}
 					if w, ok := c.Actor().(*writer); ok {
 						w.halt(c.ActorSystem().Root)
@@ -233,7 +233,7 @@ func (w *writer) nextGroupLocked(root *actor.RootContext) bool {
 			return true
 		}
 		for _, b := range g.batches {
-			sendBatchDone(root, b)
+			b.Finish(root)
 		}
 		g.reset()
 	}
@@ -320,7 +320,7 @@ func (w *writer) answerGroup(root *actor.RootContext, g *group, err error, start
 		answer(w.opts.Log, p, resultOf(g.recs[i], err))
 	}
 	for _, b := range g.batches {
-		sendBatchDone(root, b)
+		b.Finish(root)
 	}
 	if w.opts.OnCommit != nil {
 		w.opts.OnCommit(CommitInfo{Duration: time.Since(start), Records: len(g.recs), Bytes: g.bytes, Err: err})
@@ -413,7 +413,5 @@ func failBatch(root *actor.RootContext, log zerolog.Logger, b *Batch) {
 			answer(log, p, Result{Err: ErrWriterStopped})
 		}
 	}
-	sendBatchDone(root, b)
+	b.Finish(root)
 }
-
-func sendBatchDone(root *actor.RootContext, b *Batch) { b.Finish(root) }
