@@ -484,9 +484,10 @@ func (w ackWindow) quantile(q float64) time.Duration {
 }
 
 // commitWindow is the node's synced group commits over part of a trial (ankusa_wal_commit_duration_seconds and
-// ankusa_wal_commit_batch_size since it began): how many, how many hooks each, and the share of the span the
-// writer spent committing. The writer commits one group at a time, so a share near 100 % means every hook
-// queues behind the commit in flight: the ack tail then grows with any stall of the disk or the cores.
+// ankusa_wal_commit_batch_size since it began): how many, how many hooks each, how long one took (p50 and p99,
+// as bucket bounds) and the share of the span the writer spent committing. The writer commits one group at a
+// time, so a share near 100 % means every hook queues behind the commit in flight: the ack tail then grows with
+// any stall of the disk or the cores, and the commit p99 beside the ack p99 tells the disk's part.
 type commitWindow struct {
 	inst        *instance.Instance
 	start       time.Time
@@ -494,6 +495,7 @@ type commitWindow struct {
 	commits     uint64
 	hooks, busy float64
 	span        time.Duration
+	p50, p99    time.Duration // of one synced commit (bucket bounds): the disk's share of the ack tail
 }
 
 func startCommits(inst *instance.Instance) commitWindow {
@@ -508,6 +510,7 @@ func (w commitWindow) stop() commitWindow {
 	w.commits = dur.GetSampleCount() - w.dur0.GetSampleCount()
 	w.busy = dur.GetSampleSum() - w.dur0.GetSampleSum()
 	w.hooks = size.GetSampleSum() - w.size0.GetSampleSum()
+	w.p50, w.p99 = quantileSince(w.dur0, dur, 0.5), quantileSince(w.dur0, dur, 0.99)
 	return w
 }
 
@@ -515,8 +518,8 @@ func (w commitWindow) String() string {
 	if w.commits == 0 || w.span <= 0 {
 		return "no group commits"
 	}
-	return fmt.Sprintf("%d group commits, %.1f hooks each, writer busy %.0f %%", w.commits, w.hooks/float64(w.commits),
-		100*w.busy/w.span.Seconds())
+	return fmt.Sprintf("%d group commits, %.1f hooks each, commit p50 <= %v p99 <= %v, writer busy %.0f %%", w.commits,
+		w.hooks/float64(w.commits), w.p50, w.p99, 100*w.busy/w.span.Seconds())
 }
 
 // bucketQuantile is the upper bound of the bucket of histogram m that holds quantile q.
