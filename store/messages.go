@@ -125,7 +125,10 @@ type BatchDone struct{ Partition, Records int }
 // Inflight counts one batcher's batches that the writer has not finished. A BatchDone message for every batch
 // woke the idle batcher's mailbox on a new goroutine once a batch (at 2,000 hooks/s about 0.6 of the 6-7
 // goroutines a hook made); with the count shared, a finished batch only takes itself off it, and a message goes
-// to the batcher only when it waits for room (max_commits reached).
+// to the batcher only when it waits for room (max_commits reached). The cost moved elsewhere: without those
+// messages keeping its mailbox busy, an idle batcher flushes a record alone (IngestInProcess: 1.06 records a batch
+// against 5.7, 4 allocations a hook against 1), which the writer merges into one group all the same; the
+// process's CPU a hook did not measurably change either way.
 type Inflight struct {
 	n       atomic.Int32
 	waiting atomic.Bool
