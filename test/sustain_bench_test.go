@@ -571,7 +571,7 @@ func BenchmarkSustainableRate(b *testing.B) {
 		}
 		benchf(b, "before the trials, %s", diskSync(b, b.TempDir(), 2*time.Second))
 		defer func() { benchf(b, "after the trials, %s", diskSync(b, b.TempDir(), 2*time.Second)) }()
-		ingest := loopbackAnkusa(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}, "edge", false)
+		ingest := loopbackAnkusa(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}, "edge", false).rate
 		benchf(b, "ingest only (64 connections, closed loop): %.0f hooks/s", ingest)
 		sustained := map[string]float64{}
 		for _, typ := range []string{"http", "log"} {
@@ -598,7 +598,7 @@ func BenchmarkSustainableRate(b *testing.B) {
 		}
 		// The same search for the ingest reference, which delivers nothing: the steady rate at which this box
 		// keeps any synced receiver's ack p99 within the bound, against its own flat-out rate.
-		refIngest := loopbackReference(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second})
+		refIngest := loopbackReference(b, load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}).rate
 		ref := searchRate(b, refTrialType, refIngest, d)
 		// Against a reference that sustained nothing the node's share is no number (0/0 printed NaN).
 		share := func(typ string) string {
