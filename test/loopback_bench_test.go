@@ -119,11 +119,11 @@ func BenchmarkLoopbackIngest(b *testing.B) {
 			reverse = !reverse
 		}
 		benchf(b, "median of %d rounds: ratio = %.3f edge only, %.3f with the compactor (compactor cost %.1f %%; rounds %s)",
-			len(costs), medianOf(ratios), medianOf(ratiosStored), medianOf(costs), percents(costs))
+			len(costs), medianOf(ratios), medianOf(ratiosStored), medianOf(costs), joinFloats(costs, 1, " %"))
 		// Flat out, both sides are bound by the two cores, so the hooks/s ratio follows the inverse of this one; a
 		// round where they part was bound by something else (a disk stall, the box's neighbours).
 		benchf(b, "median of %d rounds: process CPU a hook, edge only against the reference, %.2f x (rounds %s)",
-			len(cpuRatios), medianOf(cpuRatios), ratiosText(cpuRatios))
+			len(cpuRatios), medianOf(cpuRatios), joinFloats(cpuRatios, 2, ""))
 		b.ReportMetric(medianOf(edges), "hooks/s")
 		b.ReportMetric(medianOf(storeds), "compacting_hooks/s")
 		b.ReportMetric(medianOf(refs), "ref_hooks/s")
@@ -144,20 +144,11 @@ func medianOf(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// ratiosText formats xs as "a, b, ..." with two decimals.
-func ratiosText(xs []float64) string {
+// joinFloats formats xs as "a<unit>, b<unit>, ..." with prec decimals.
+func joinFloats(xs []float64, prec int, unit string) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
-		parts[i] = strconv.FormatFloat(x, 'f', 2, 64)
-	}
-	return strings.Join(parts, ", ")
-}
-
-// percents formats xs as "a %, b %, ...".
-func percents(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = strconv.FormatFloat(x, 'f', 1, 64) + " %"
+		parts[i] = strconv.FormatFloat(x, 'f', prec, 64) + unit
 	}
 	return strings.Join(parts, ", ")
 }
