@@ -133,3 +133,34 @@ func TestAdminServesSampledGauges(t *testing.T) {
 		return nil
 	})
 }
+
+// A committed hook's group commit reports its wait for the store's lock: the scrape splits the commit's time
+// between that wait and the disk (docs/runbooks/ack-slo.md).
+func TestAdminServesTheCommitLockWait(t *testing.T) {
+	inst := fixture.Instance(t, "lockwait", func(cfg *config.Config) {
+		cfg.Node.Roles = []string{"edge"}
+		cfg.Sources = map[string]config.Source{"sample": fixture.LogSource("default", 1)}
+	}, nil)
+	client := &http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Post("http://"+inst.IngestAddr()+"/webhooks/sample", "application/json", strings.NewReader(`{"n":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST answered %d, want 201", resp.StatusCode)
+	}
+	resp, err = client.Get("http://" + inst.AdminAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Answered 201 only after its commit returned, and the wait is reported inside the commit.
+	if want := `ankusa_wal_commit_lock_wait_seconds_count{instance="lockwait"} 1`; !strings.Contains(string(b), want) {
+		t.Fatalf("no %s in the scrape", want)
+	}
+}

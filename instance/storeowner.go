@@ -106,7 +106,8 @@ func (s *storeOwner) open() (*store.DB, error) {
 		DedupeMaxEntries: cfg.Dedupe.MaxEntries, DedupeMaxEntriesPerTenant: cfg.Dedupe.MaxEntriesPerTenant,
 		DedupeMaxEntriesPerSource:  cfg.Dedupe.MaxEntriesPerSource,
 		BackgroundWriteBytesPerSec: int64(cfg.Store.BackgroundWriteMBPerSec) << 20,
-		DeleteBytesPerSec:          int64(cfg.Store.DeleteMBPerSec) << 20})
+		DeleteBytesPerSec:          int64(cfg.Store.DeleteMBPerSec) << 20,
+		OnCommitWait:               s.i.tel.CommitLockWait})
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,12 @@ type Options struct {
 	// DeleteBytesPerSec (store.delete_mb_per_s) is the rate at which RocksDB deletes obsolete WAL and table
 	// files, a few MiB at a time (pacedelete.go); 0 deletes each file at once.
 	DeleteBytesPerSec int64
+
+	// OnCommitWait, when set, hears how long each CommitHooks waited for the store's write locks before its
+	// synced write: the part of a group commit spent behind dispatch's claims and outcome groups, sweeps and
+	// the other writes that change counters, apart from the disk's part. It runs with the locks held: keep it
+	// to an observation.
+	OnCommitWait func(time.Duration)
 }
 
 // Faults lets tests inject failures into the commit path.
@@ -143,6 +149,8 @@ type DB struct {
 	bgWriteRate int64
 	// deleteRate is Options.DeleteBytesPerSec (0: files deleted at once), kept for every reopen.
 	deleteRate int64
+	// onCommitWait is Options.OnCommitWait (nil: none).
+	onCommitWait func(time.Duration)
 
 	// closeMu is held shared by every operation on the RocksDB handles and exclusively by Close, so no handle
 	// is freed under a running call.
@@ -247,7 +255,7 @@ func Open(opts Options) (*DB, error) {
 		return nil, &OpenError{Path: opts.Dir, Err: err}
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
-		bgWriteRate: opts.BackgroundWriteBytesPerSec, deleteRate: opts.DeleteBytesPerSec,
+		bgWriteRate: opts.BackgroundWriteBytesPerSec, deleteRate: opts.DeleteBytesPerSec, onCommitWait: opts.OnCommitWait,
 		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
@@ -600,10 +608,14 @@ func (db *DB) CommitHooks(recs []*Record) (first uint64, err error) {
 
 // commitHooks is CommitHooks with a dual commit's additions (x, zero for none).
 func (db *DB) commitHooks(recs []*Record, x CommitExtra) (first uint64, err error) {
+	asked := time.Now()
 	db.commitMu.Lock()
 	defer db.commitMu.Unlock()
 	db.cmu.Lock()
 	defer db.cmu.Unlock()
+	if db.onCommitWait != nil {
+		db.onCommitWait(time.Since(asked))
+	}
 	db.closeMu.RLock()
 	defer db.closeMu.RUnlock()
 	if db.closed {

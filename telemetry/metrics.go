@@ -11,6 +11,10 @@ import (
 // latencyBuckets span 1 ms to 2.5 s, the range the ack and commit SLOs are read in.
 var latencyBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5}
 
+// lockWaitBuckets resolve the tens of microseconds a commit usually waits for the store's lock, and the
+// milliseconds it waits behind a long claim or sweep.
+var lockWaitBuckets = []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .01, .1, 1}
+
 // Metrics holds the instance's collectors. Names are written out in full where they
 // are created so a grep for a series finds its definition.
 type Metrics struct {
@@ -21,6 +25,7 @@ type Metrics struct {
 	IngestDuration   prometheus.Histogram
 	CommitDuration   prometheus.Histogram
 	CommitBatchSize  prometheus.Histogram
+	CommitLockWait   prometheus.Histogram
 	CommitFailures   *prometheus.CounterVec // class
 	LoadShed         prometheus.Counter
 	SubtreeDown      *prometheus.CounterVec // domain
@@ -70,6 +75,10 @@ func newMetrics(instance string) *Metrics {
 		CommitDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ankusa_wal_commit_duration_seconds", Help: "Duration of one synced group commit.", ConstLabels: l, Buckets: latencyBuckets,
 		}),
+		CommitLockWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "ankusa_wal_commit_lock_wait_seconds", ConstLabels: l, Buckets: lockWaitBuckets,
+			Help: "Time one group commit waited for the store's write lock (held by dispatch's claims and outcome groups and other counter writes) before its synced write.",
+		}),
 		CommitBatchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "ankusa_wal_commit_batch_size", Help: "Hooks per synced group commit.", ConstLabels: l,
 			Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096},
@@ -117,7 +126,7 @@ func newMetrics(instance string) *Metrics {
 	m.IngestBodyBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "ankusa_ingest_body_bytes_reading", Help: "Body bytes reserved by requests whose body is being read, before admission.", ConstLabels: l,
 	})
-	reg.MustRegister(m.IngestPanics, m.IngestBodyBytes, m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitBatchSize,
+	reg.MustRegister(m.IngestPanics, m.IngestBodyBytes, m.SourcesWithoutDedupe, m.IngestRequests, m.IngestRefused, m.IngestDuration, m.CommitDuration, m.CommitLockWait, m.CommitBatchSize,
 		m.CommitFailures, m.LoadShed, m.SubtreeDown, m.QueueRecords, m.QueueBytes, m.StoreNextSeq, m.StoreUnavailable,
 		m.StoreReopens, m.StoreMemory, m.StoreTrash, m.CommitStalls,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

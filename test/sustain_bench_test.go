@@ -496,11 +496,17 @@ type commitWindow struct {
 	hooks, busy float64
 	span        time.Duration
 	p50, p99    time.Duration // of one synced commit (bucket bounds): the disk's share of the ack tail
+	// Of the commits, the time spent waiting for the store's lock (held by dispatch's claims and outcome groups)
+	// rather than on the disk: the sum in seconds, and the p99 of one wait (a bucket bound).
+	wait0   *dto.Histogram
+	waited  float64
+	waitP99 time.Duration
 }
 
 func startCommits(inst *instance.Instance) commitWindow {
 	m := inst.Telemetry().Metrics
-	return commitWindow{inst: inst, start: time.Now(), dur0: histogramOf(m.CommitDuration), size0: histogramOf(m.CommitBatchSize)}
+	return commitWindow{inst: inst, start: time.Now(), dur0: histogramOf(m.CommitDuration), size0: histogramOf(m.CommitBatchSize),
+		wait0: histogramOf(m.CommitLockWait)}
 }
 
 func (w commitWindow) stop() commitWindow {
@@ -511,6 +517,8 @@ func (w commitWindow) stop() commitWindow {
 	w.busy = dur.GetSampleSum() - w.dur0.GetSampleSum()
 	w.hooks = size.GetSampleSum() - w.size0.GetSampleSum()
 	w.p50, w.p99 = quantileSince(w.dur0, dur, 0.5), quantileSince(w.dur0, dur, 0.99)
+	wait := histogramOf(m.CommitLockWait)
+	w.waited, w.waitP99 = wait.GetSampleSum()-w.wait0.GetSampleSum(), quantileSince(w.wait0, wait, 0.99)
 	return w
 }
 
@@ -518,8 +526,9 @@ func (w commitWindow) String() string {
 	if w.commits == 0 || w.span <= 0 {
 		return "no group commits"
 	}
-	return fmt.Sprintf("%d group commits, %.1f hooks each, commit p50 <= %v p99 <= %v, writer busy %.0f %%", w.commits,
-		w.hooks/float64(w.commits), w.p50, w.p99, 100*w.busy/w.span.Seconds())
+	return fmt.Sprintf("%d group commits, %.1f hooks each, commit p50 <= %v p99 <= %v (of it waiting for the store's lock "+
+		"%.0f µs on average, p99 <= %v), writer busy %.0f %%", w.commits, w.hooks/float64(w.commits), w.p50, w.p99,
+		1e6*w.waited/float64(w.commits), w.waitP99, 100*w.busy/w.span.Seconds())
 }
 
 // bucketQuantile is the upper bound of the bucket of histogram m that holds quantile q.
