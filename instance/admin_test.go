@@ -150,14 +150,9 @@ func TestAdminServesTheCommitLockWait(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST answered %d, want 201", resp.StatusCode)
 	}
-	resp, err = client.Get("http://" + inst.AdminAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
+	status, b := claimGet(t, "http://"+inst.AdminAddr()+"/metrics", "")
+	if status != http.StatusOK {
+		t.Fatalf("/metrics answered %d", status)
 	}
 	// Answered 201 only after its commit returned, and the wait is reported inside the commit.
 	if want := `ankusa_wal_commit_lock_wait_seconds_count{instance="lockwait"} 1`; !strings.Contains(string(b), want) {
