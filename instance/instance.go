@@ -55,6 +55,11 @@ type Options struct {
 	WrapSink func(source string, index int, s sinks.Sink) sinks.Sink
 }
 
+// mailboxGoroutines is how many goroutines the instance keeps parked for its actors' mailbox runs: more than
+// the actors that run at once on the ingest path (the batchers and the writer), few enough to cost little
+// memory when the node is idle.
+const mailboxGoroutines = 64
+
 // Instance is one running instance.
 type Instance struct {
 	cfg    *config.Config
@@ -63,11 +68,13 @@ type Instance struct {
 	tel    *telemetry.Telemetry
 	health *edge.Health
 	system *actor.ActorSystem
-	edge   *edge.Edge
-	disp   *dispatch.Dispatcher
-	pub    *edge.Publisher // wal.type none: the sinks the edge publishes to
-	fleet  *fleet.Store    // rate_limits.scope or dedupe.scope fleet: the shared Redis
-	erase  *eraser         // tenant erase jobs (erase.go)
+	// mailboxes runs the mailboxes of every actor the tree spawns (supervisionOptions); closed after the system.
+	mailboxes *actors.Dispatcher
+	edge      *edge.Edge
+	disp      *dispatch.Dispatcher
+	pub       *edge.Publisher // wal.type none: the sinks the edge publishes to
+	fleet     *fleet.Store    // rate_limits.scope or dedupe.scope fleet: the shared Redis
+	erase     *eraser         // tenant erase jobs (erase.go)
 	// lifecycle are the sinks of lifecycle.sinks, built at boot (lifecycle.go).
 	lifecycle []lifecycle.Target
 	dual      *intake.Dual // wal.type dual: the intake log's committer, reconciler and recovery
@@ -111,7 +118,8 @@ func New(cfg *config.Config, opts Options) (*Instance, error) {
 	if err := Check(cfg); err != nil {
 		return nil, err
 	}
-	i := &Instance{cfg: cfg, opts: opts, health: &edge.Health{}, kill: actors.NewKill()}
+	i := &Instance{cfg: cfg, opts: opts, health: &edge.Health{}, kill: actors.NewKill(),
+		mailboxes: actors.NewDispatcher(mailboxGoroutines)}
 	i.erase = newEraser(i)
 	// The level can change at runtime (PUT /v1/log-level): the logger lets debug events through and the hook
 	// drops those below the instance's level, so every logger derived from it follows the change.
@@ -324,6 +332,7 @@ func (i *Instance) Start() error {
 	tree, err := supervision.Start(i.system, cfg.Instance, children, i.supervisionOptions())
 	if err != nil {
 		i.system.Shutdown()
+		i.mailboxes.Close()
 		// The sinks built for this boot hold connections (a broker client's goroutines).
 		if i.disp != nil {
 			i.disp.Close()
@@ -432,6 +441,7 @@ func (i *Instance) supervisionOptions() supervision.Options {
 	if i.opts.Supervision != nil {
 		o = *i.opts.Supervision
 	}
+	o.Dispatcher = i.mailboxes
 	o.OnEvent = func(ev supervision.Event) {
 		i.tel.Subtree(telemetry.SubtreeEvent{Kind: ev.Kind, Domain: string(ev.Domain), Child: ev.Child, Reason: ev.Reason, Delay: ev.Delay})
 	}
@@ -508,6 +518,7 @@ func (i *Instance) Stop() error {
 		if i.system != nil {
 			i.system.Shutdown()
 		}
+		i.mailboxes.Close()
 		if i.disp != nil {
 			i.disp.Close()
 		}

@@ -47,6 +47,9 @@ type Options struct {
 	OnEvent      func(Event)
 	StartTimeout time.Duration  // default 30s: a child that has not reported started by then has failed to start
 	Rand         func() float64 // jitter source in [0,1) (tests make it deterministic); default math/rand/v2
+	// Dispatcher, when set, runs the mailboxes of the children this supervisor spawns (actors.Dispatcher keeps
+	// their goroutines between runs); nil leaves each child's own.
+	Dispatcher actor.Dispatcher
 }
 
 func (o Options) withDefaults() Options {

@@ -415,7 +415,11 @@ func (s *supervisor) lastLive(from int) *child {
 
 func (s *supervisor) spawn(c *child) {
 	c.gen++
-	props := c.spec.Props.Clone(actor.WithReceiverMiddleware(startReporter(c.spec.Name, c.gen)))
+	opts := []actor.PropsOption{actor.WithReceiverMiddleware(startReporter(c.spec.Name, c.gen))}
+	if s.opts.Dispatcher != nil {
+		opts = append(opts, actor.WithDispatcher(s.opts.Dispatcher))
+	}
+	props := c.spec.Props.Clone(opts...)
 	pid, err := s.ctx.SpawnNamed(props, c.spec.Name)
 	if err != nil {
 		// The name is still registered: an invariant is broken (a stop was not waited for). Restarting
