@@ -164,6 +164,7 @@ type DB struct {
 	cache   *grocksdb.Cache
 	ro      *grocksdb.ReadOptions
 	wo      *grocksdb.WriteOptions // sync=true: commits, replay steps, replay jobs, meta
+	sw      *syncWriter            // the group commit's synced write, on a thread of its own (syncwrite.go)
 	woAsync *grocksdb.WriteOptions // sync=false: dispatch outcomes and lane blocks (at-least-once tolerates losing one)
 
 	storeID string
@@ -348,6 +349,9 @@ func (db *DB) open(fresh bool) error {
 	}
 	db.rdb = rdb
 	copy(db.cfs[:], handles)
+	if db.sw, err = newSyncWriter(); err != nil {
+		return err
+	}
 
 	db.ro = grocksdb.NewDefaultReadOptions()
 	db.ro.SetVerifyChecksums(true)
@@ -519,6 +523,10 @@ func (db *DB) release() {
 			db.cfs[i] = nil
 		}
 	}
+	if db.sw != nil {
+		db.sw.close()
+		db.sw = nil
+	}
 	if db.rdb != nil {
 		db.rdb.Close()
 	}
@@ -683,7 +691,7 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 			return 0, &WriteError{Class: classify(err), Err: err}
 		}
 	}
-	if err := db.rdb.Write(db.wo, wb); err != nil {
+	if err := db.sw.write(db.rdb, db.wo, wb); err != nil {
 		// New ordinals stay burned like the seqs (db.nextOrd is not rolled back) so an ordinal is never given to
 		// two tenants; the tenants simply get fresh ones on their next commit. A write that fails after reaching
 		// the WAL leaves RocksDB refusing writes until the store is reopened. The counters in memory are left as

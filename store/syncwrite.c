@@ -1,0 +1,116 @@
+#include "syncwrite.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct ankusa_sync_writer {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	int fd;
+	int pending; // a write was submitted and not yet done
+	int stop;
+	rocksdb_t* db;
+	rocksdb_writeoptions_t* wo;
+	rocksdb_writebatch_t* wb;
+	char* err;
+};
+
+static char* message(const char* what, int errnum) {
+	char buf[256];
+	snprintf(buf, sizeof buf, "%s: %s", what, strerror(errnum));
+	return strdup(buf);
+}
+
+static void* run(void* arg) {
+	ankusa_sync_writer* w = arg;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->pending && !w->stop) {
+			pthread_cond_wait(&w->cv, &w->mu);
+		}
+		if (!w->pending) {
+			break;
+		}
+		pthread_mutex_unlock(&w->mu);
+		char* err = NULL;
+		rocksdb_write(w->db, w->wo, w->wb, &err);
+		pthread_mutex_lock(&w->mu);
+		w->err = err;
+		w->pending = 0;
+		// The counter cannot overflow (the caller reads it after every write), so the write cannot fail short of
+		// a closed descriptor, which the caller only closes after this thread ended.
+		uint64_t one = 1;
+		ssize_t n;
+		do {
+			n = write(w->fd, &one, sizeof one);
+		} while (n < 0 && errno == EINTR);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+ankusa_sync_writer* ankusa_sync_writer_new(char** errptr) {
+	ankusa_sync_writer* w = calloc(1, sizeof *w);
+	if (w == NULL) {
+		*errptr = strdup("cannot allocate the sync writer");
+		return NULL;
+	}
+	w->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->fd < 0) {
+		*errptr = message("eventfd", errno);
+		free(w);
+		return NULL;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	int rc = pthread_create(&w->thread, NULL, run, w);
+	if (rc != 0) {
+		*errptr = message("pthread_create", rc);
+		close(w->fd);
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int ankusa_sync_writer_fd(ankusa_sync_writer* w) { return w->fd; }
+
+void ankusa_sync_writer_submit(ankusa_sync_writer* w, rocksdb_t* db, rocksdb_writeoptions_t* wo,
+                               rocksdb_writebatch_t* wb) {
+	pthread_mutex_lock(&w->mu);
+	w->db = db;
+	w->wo = wo;
+	w->wb = wb;
+	w->pending = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+char* ankusa_sync_writer_result(ankusa_sync_writer* w) {
+	pthread_mutex_lock(&w->mu);
+	char* err = w->err;
+	w->err = NULL;
+	pthread_mutex_unlock(&w->mu);
+	return err;
+}
+
+void ankusa_sync_writer_free(ankusa_sync_writer* w) {
+	pthread_mutex_lock(&w->mu);
+	w->stop = 1;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	free(w->err);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
