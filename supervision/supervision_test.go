@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -497,4 +498,34 @@ func TestNestedInvalidSpecFailsStartNamingTheNestedTree(t *testing.T) {
 		t.Fatalf("Start error %v, want a *StartError for edge wrapping ErrInvalidSpec", err)
 	}
 	expectLog(t, h.takeLog(), "start a", "stop a")
+}
+
+// countingDispatcher runs each mailbox run on a goroutine of its own, as protoactor's default does, and counts
+// the runs.
+type countingDispatcher struct{ runs atomic.Int64 }
+
+func (d *countingDispatcher) Schedule(fn func()) { d.runs.Add(1); go fn() }
+func (d *countingDispatcher) Throughput() int    { return 300 }
+
+// Options.Dispatcher runs the children's mailboxes, a restarted child's and a nested tree's children's too.
+func TestChildrenRunOnTheOptionsDispatcher(t *testing.T) {
+	h := newHarness(t)
+	d := &countingDispatcher{}
+	nested := ChildSpec{Name: "inner", Domain: "core",
+		Props: NewProps([]ChildSpec{h.spec("leaf")}, Options{Dispatcher: d})}
+	h.start([]ChildSpec{h.spec("one"), nested}, Options{Dispatcher: d})
+	expectLog(t, h.waitLog(2), "start one", "start leaf")
+	before := d.runs.Load()
+	if before < 3 {
+		t.Fatalf("%d mailbox runs on the dispatcher after one, inner and leaf started, want at least 3", before)
+	}
+	h.crash("root/one")
+	// rest-for-one: inner (and its leaf) stop, one restarts, then inner and its leaf start again.
+	poll.True(t, 5*time.Second, "one and leaf started again", func() bool {
+		return h.instances("one") == 2 && h.instances("leaf") == 2
+	})
+	// The crash message, the restart and the new incarnation's start all ran through it.
+	if after := d.runs.Load(); after < before+3 {
+		t.Fatalf("%d mailbox runs on the dispatcher across a restart, want at least 3 more than %d", after, before)
+	}
 }
