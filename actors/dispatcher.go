@@ -25,6 +25,9 @@ type Dispatcher struct {
 	closed  atomic.Bool
 	idle    atomic.Int32
 	maxIdle int32
+	// started counts the goroutines ever started, live those not ended yet (tests read both).
+	started atomic.Int64
+	live    atomic.Int32
 }
 
 var _ actor.Dispatcher = (*Dispatcher)(nil)
@@ -39,6 +42,8 @@ func (d *Dispatcher) Schedule(fn func()) {
 	select {
 	case d.work <- fn:
 	default:
+		d.started.Add(1)
+		d.live.Add(1)
 		go d.run(fn)
 	}
 }
@@ -56,6 +61,7 @@ func (d *Dispatcher) Close() {
 
 // run runs fn, then the runs handed to it while it is parked, until it is not needed.
 func (d *Dispatcher) run(fn func()) {
+	defer d.live.Add(-1)
 	for {
 		fn()
 		fn = nil // not kept reachable by a parked goroutine

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +35,6 @@ func TestDispatcherNeverQueuesARunBehindABlockedOne(t *testing.T) {
 // After a run, its goroutine takes the next run instead of a new goroutine starting, and no more than maxIdle
 // are kept once a burst of runs is over.
 func TestDispatcherKeepsAtMostMaxIdleGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
 	d := NewDispatcher(2)
 	release := make(chan struct{})
 	var started, done sync.WaitGroup
@@ -46,26 +44,29 @@ func TestDispatcherKeepsAtMostMaxIdleGoroutines(t *testing.T) {
 		d.Schedule(func() { started.Done(); <-release; done.Done() })
 	}
 	started.Wait()
-	if n := runtime.NumGoroutine() - before; n < 6 {
+	if n := d.live.Load(); n != 6 {
 		t.Fatalf("%d goroutines for 6 blocked runs", n)
 	}
 	close(release)
 	done.Wait()
 	poll.True(t, 5*time.Second, "2 goroutines kept after the burst", func() bool {
-		return int(d.idle.Load()) == 2 && runtime.NumGoroutine()-before == 2
+		return d.idle.Load() == 2 && d.live.Load() == 2
 	})
 
-	// The kept goroutines take the next runs: no goroutine is added for a run while one is parked.
+	// The kept goroutines take the next runs: no goroutine is started for a run while one is parked.
 	for range 100 {
 		ran := make(chan struct{})
 		d.Schedule(func() { close(ran) })
 		<-ran
-		if n := runtime.NumGoroutine() - before; n > 2 {
-			t.Fatalf("%d goroutines after a run on a kept goroutine, want 2", n)
-		}
+		poll.True(t, 5*time.Second, "the run's goroutine parked again", func() bool { return d.idle.Load() == 2 })
+	}
+	// A goroutine counts itself idle just before it parks, so a run scheduled in between starts a new one: rare,
+	// but not never. protoactor's default would start 100.
+	if n := d.started.Load() - 6; n > 10 {
+		t.Fatalf("%d goroutines started for 100 runs one at a time with two parked, want (nearly) none", n)
 	}
 	d.Close()
-	poll.True(t, 5*time.Second, "the kept goroutines end at Close", func() bool { return runtime.NumGoroutine() == before })
+	poll.True(t, 5*time.Second, "the kept goroutines end at Close", func() bool { return d.live.Load() == 0 })
 }
 
 // A run scheduled after Close still runs, on a goroutine that ends with it.
@@ -80,7 +81,7 @@ func TestDispatcherRunsAfterClose(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("a run scheduled after Close did not run")
 	}
-	poll.True(t, 5*time.Second, "no goroutine parked after Close", func() bool { return d.idle.Load() == 0 })
+	poll.True(t, 5*time.Second, "no goroutine left after Close", func() bool { return d.live.Load() == 0 && d.idle.Load() == 0 })
 }
 
 // An actor on the dispatcher gets its messages in order and its mailbox runs after a stop of the system end.
