@@ -502,6 +502,11 @@ func (db *DB) initMeta() error {
 
 // release frees whatever open managed to allocate (every field may be nil).
 func (db *DB) release() {
+	// The write thread first: it writes through the handles released below (no write is in flight here).
+	if db.sw != nil {
+		db.sw.close()
+		db.sw = nil
+	}
 	for _, wb := range []*grocksdb.WriteBatch{db.wb, db.owb, db.qwb, db.aud.wb} {
 		if wb != nil {
 			wb.Destroy()
@@ -522,10 +527,6 @@ func (db *DB) release() {
 			h.Destroy()
 			db.cfs[i] = nil
 		}
-	}
-	if db.sw != nil {
-		db.sw.close()
-		db.sw = nil
 	}
 	if db.rdb != nil {
 		db.rdb.Close()
