@@ -134,6 +134,9 @@ func (c *Config) validate(ps *problems) {
 	positive(ps, "store.commit_stall_ms", c.Store.CommitStallMS)
 	nonNegative(ps, "store.background_write_mb_per_s", c.Store.BackgroundWriteMBPerSec)
 	nonNegative(ps, "store.delete_mb_per_s", c.Store.DeleteMBPerSec)
+	if n := c.Store.CommitThreadNice; n < -20 || n > 19 {
+		ps.mustBe("store.commit_thread_nice", "in -20..19", n)
+	}
 	positive(ps, "health.sink_error_window_ms", c.Health.SinkErrorWindowMS)
 
 	if c.Debug.KillFile != "" && !c.Debug.Chaos {

@@ -107,6 +107,7 @@ func (s *storeOwner) open() (*store.DB, error) {
 		DedupeMaxEntriesPerSource:  cfg.Dedupe.MaxEntriesPerSource,
 		BackgroundWriteBytesPerSec: int64(cfg.Store.BackgroundWriteMBPerSec) << 20,
 		DeleteBytesPerSec:          int64(cfg.Store.DeleteMBPerSec) << 20,
+		CommitThreadNice:           cfg.Store.CommitThreadNice,
 		OnCommitWait:               s.i.tel.CommitLockWait})
 	if err != nil {
 		return nil, err

@@ -67,6 +67,11 @@ type Options struct {
 	// files, a few MiB at a time (pacedelete.go); 0 deletes each file at once.
 	DeleteBytesPerSec int64
 
+	// CommitThreadNice (store.commit_thread_nice) is the nice value of the thread that makes the group commit's
+	// synced write (syncwrite.go); 0 leaves it the process's. A value the process may not take (below its own
+	// without CAP_SYS_NICE) is logged once per open and the thread keeps the process's.
+	CommitThreadNice int
+
 	// OnCommitWait, when set, hears how long each CommitHooks waited for the store's write locks before its
 	// synced write: the part of a group commit spent behind dispatch's claims and outcome groups, sweeps and
 	// the other writes that change counters, apart from the disk's part. It runs with the locks held: keep it
@@ -149,6 +154,8 @@ type DB struct {
 	bgWriteRate int64
 	// deleteRate is Options.DeleteBytesPerSec (0: files deleted at once), kept for every reopen.
 	deleteRate int64
+	// commitNice is Options.CommitThreadNice, kept for every reopen.
+	commitNice int
 	// onCommitWait is Options.OnCommitWait (nil: none).
 	onCommitWait func(time.Duration)
 
@@ -257,7 +264,8 @@ func Open(opts Options) (*DB, error) {
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
 		bgWriteRate: opts.BackgroundWriteBytesPerSec, deleteRate: opts.DeleteBytesPerSec, onCommitWait: opts.OnCommitWait,
-		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+		commitNice: opts.CommitThreadNice,
+		notify:     make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
@@ -349,8 +357,12 @@ func (db *DB) open(fresh bool) error {
 	}
 	db.rdb = rdb
 	copy(db.cfs[:], handles)
-	if db.sw, err = newSyncWriter(); err != nil {
+	var niceErr error
+	if db.sw, niceErr, err = newSyncWriter(db.commitNice); err != nil {
 		return err
+	}
+	if niceErr != nil {
+		db.log.Info().Err(niceErr).Msg("the commit thread runs at the process's priority (store.commit_thread_nice)")
 	}
 
 	db.ro = grocksdb.NewDefaultReadOptions()

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct ankusa_sync_writer {
@@ -16,6 +18,10 @@ struct ankusa_sync_writer {
 	int fd;
 	int pending; // a write was submitted and not yet done
 	int stop;
+	int started;    // the thread has set its priority (or failed to) and its tid
+	int nice;       // the nice value asked for (0: the process's)
+	int nice_errno; // setpriority's errno, 0 when it succeeded or nothing was asked
+	int tid;
 	rocksdb_t* db;
 	rocksdb_writeoptions_t* wo;
 	rocksdb_writebatch_t* wb;
@@ -30,7 +36,17 @@ static char* message(const char* what, int errnum) {
 
 static void* run(void* arg) {
 	ankusa_sync_writer* w = arg;
+	int tid = (int)syscall(SYS_gettid);
+	int nice_errno = 0;
+	// Linux applies PRIO_PROCESS with a tid to that thread alone.
+	if (w->nice != 0 && setpriority(PRIO_PROCESS, (id_t)tid, w->nice) != 0) {
+		nice_errno = errno;
+	}
 	pthread_mutex_lock(&w->mu);
+	w->tid = tid;
+	w->nice_errno = nice_errno;
+	w->started = 1;
+	pthread_cond_broadcast(&w->cv);
 	for (;;) {
 		while (!w->pending && !w->stop) {
 			pthread_cond_wait(&w->cv, &w->mu);
@@ -56,7 +72,7 @@ static void* run(void* arg) {
 	return NULL;
 }
 
-ankusa_sync_writer* ankusa_sync_writer_new(char** errptr) {
+ankusa_sync_writer* ankusa_sync_writer_new(int nice, int* nice_errno, char** errptr) {
 	ankusa_sync_writer* w = calloc(1, sizeof *w);
 	if (w == NULL) {
 		*errptr = strdup("cannot allocate the sync writer");
@@ -68,6 +84,7 @@ ankusa_sync_writer* ankusa_sync_writer_new(char** errptr) {
 		free(w);
 		return NULL;
 	}
+	w->nice = nice;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
 	int rc = pthread_create(&w->thread, NULL, run, w);
@@ -79,8 +96,18 @@ ankusa_sync_writer* ankusa_sync_writer_new(char** errptr) {
 		free(w);
 		return NULL;
 	}
+	// One condition variable for both directions: the thread waits for pending or stop, the caller here for
+	// started; broadcast above wakes whichever waits.
+	pthread_mutex_lock(&w->mu);
+	while (!w->started) {
+		pthread_cond_wait(&w->cv, &w->mu);
+	}
+	*nice_errno = w->nice_errno;
+	pthread_mutex_unlock(&w->mu);
 	return w;
 }
+
+int ankusa_sync_writer_tid(ankusa_sync_writer* w) { return w->tid; }
 
 int ankusa_sync_writer_fd(ankusa_sync_writer* w) { return w->fd; }
 

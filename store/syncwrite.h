@@ -6,8 +6,14 @@
 
 typedef struct ankusa_sync_writer ankusa_sync_writer;
 
-// ankusa_sync_writer_new starts the thread. On failure it returns NULL and a malloc'd message in *errptr.
-ankusa_sync_writer* ankusa_sync_writer_new(char** errptr);
+// ankusa_sync_writer_new starts the thread and, when nice is not 0, has the thread set its own nice value to it
+// before it returns: *nice_errno is then 0, or the errno of the refusal (EPERM without CAP_SYS_NICE for a value
+// below the process's), and the thread keeps the process's priority. On failure it returns NULL and a malloc'd
+// message in *errptr.
+ankusa_sync_writer* ankusa_sync_writer_new(int nice, int* nice_errno, char** errptr);
+
+// ankusa_sync_writer_tid is the thread's id (a Linux tid: /proc/self/task/<tid>).
+int ankusa_sync_writer_tid(ankusa_sync_writer* w);
 
 // ankusa_sync_writer_fd is the eventfd (non-blocking) the thread adds 1 to after each write. The caller owns it
 // and closes it after ankusa_sync_writer_free.

@@ -2,7 +2,12 @@ package store
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/linxGnu/grocksdb"
@@ -13,7 +18,7 @@ import (
 // grocksdb, and a write RocksDB refuses comes back as that write's error, with the writer still usable after.
 func TestSyncWriterWritesThroughTheHandles(t *testing.T) {
 	db := openTest(t, t.TempDir(), nil)
-	w, err := newSyncWriter()
+	w, _, err := newSyncWriter(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +64,7 @@ func TestSyncWriterWritesThroughTheHandles(t *testing.T) {
 
 // The writer's thread ends at close, also with no write ever made, and a store's reopen gets a new one.
 func TestSyncWriterCloses(t *testing.T) {
-	w, err := newSyncWriter()
+	w, _, err := newSyncWriter(0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +83,68 @@ func TestSyncWriterCloses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The store's commit thread runs at the nice value asked for (store.commit_thread_nice), or, where the process
+// may not take it (no CAP_SYS_NICE), says so and keeps the process's; 0 leaves it the process's. Read from
+// /proc, the kernel's view of the thread itself.
+func TestSyncWriterThreadNice(t *testing.T) {
+	own, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raw getpriority syscall returns 20 - nice.
+	processNice := 20 - own
+
+	for _, asked := range []int{0, -10, 5} {
+		db, err := Open(Options{Dir: t.TempDir(), Log: zerolog.Nop(), CommitThreadNice: asked})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := threadNice(t, db.sw.tid())
+		// The store logs the refusal; a writer of the same value tells it here.
+		w, niceErr, err := newSyncWriter(asked)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.close()
+		want := asked
+		switch {
+		case asked == 0:
+			want = processNice
+			if niceErr != nil {
+				t.Errorf("nice 0: %v, want no attempt", niceErr)
+			}
+		case niceErr != nil:
+			// Only a value below the process's may be refused, and only for want of the privilege.
+			if !errors.Is(niceErr, syscall.EPERM) && !errors.Is(niceErr, syscall.EACCES) || asked >= processNice {
+				t.Errorf("nice %d refused with %v", asked, niceErr)
+			}
+			want = processNice
+		}
+		if got != want {
+			t.Errorf("commit thread nice %d with %d asked (process %d, refusal %v), want %d", got, asked, processNice, niceErr, want)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// threadNice reads the nice value of thread tid of this process (field 19 of its stat line).
+func threadNice(t *testing.T, tid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The command (field 2) is in parentheses and may hold spaces: count from the last ')'.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	n, err := strconv.Atoi(f[16])
+	if err != nil {
+		t.Fatalf("stat of thread %d: %q: %v", tid, b, err)
+	}
+	return n
 }
 
 func readBack(db *DB) ([]byte, error) {
