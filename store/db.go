@@ -69,7 +69,7 @@ type Options struct {
 
 	// CommitThreadNice (store.commit_thread_nice) is the nice value of the thread that makes the group commit's
 	// synced write (syncwrite.go); 0 leaves it the process's. A value the process may not take (below its own
-	// without CAP_SYS_NICE) is logged once per open and the thread keeps the process's.
+	// without CAP_SYS_NICE or an RLIMIT_NICE that allows it) is logged once per open and the thread keeps the process's.
 	CommitThreadNice int
 
 	// OnCommitWait, when set, hears how long each CommitHooks waited for the store's write locks before its

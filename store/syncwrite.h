@@ -7,9 +7,9 @@
 typedef struct ankusa_sync_writer ankusa_sync_writer;
 
 // ankusa_sync_writer_new starts the thread and, when nice is not 0, has the thread set its own nice value to it
-// before it returns: *nice_errno is then 0, or the errno of the refusal (EPERM without CAP_SYS_NICE for a value
-// below the process's), and the thread keeps the process's priority. On failure it returns NULL and a malloc'd
-// message in *errptr.
+// before it returns: *nice_errno is then 0, or the errno of the refusal (EACCES for a value below the process's
+// without CAP_SYS_NICE or an RLIMIT_NICE allowing it), and the thread keeps the process's priority. On failure
+// it returns NULL and a malloc'd message in *errptr.
 ankusa_sync_writer* ankusa_sync_writer_new(int nice, int* nice_errno, char** errptr);
 
 // ankusa_sync_writer_tid is the thread's id (a Linux tid: /proc/self/task/<tid>).

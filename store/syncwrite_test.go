@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/linxGnu/grocksdb"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 )
 
 // The sync writer's thread writes through the C handles it is given: what it wrote is read back through
@@ -131,20 +133,95 @@ func TestSyncWriterThreadNice(t *testing.T) {
 	}
 }
 
+// Without the privilege to raise its priority (CAP_SYS_NICE, dropped here from the calling thread, whose
+// capabilities the commit thread inherits), the store still opens and commits: the thread runs at the process's
+// priority and the open logs why.
+func TestSyncWriterNiceRefused(t *testing.T) {
+	dir, recs := t.TempDir(), makeRecords(t, 2, "acme")
+	done := make(chan struct{})
+	var (
+		got, want int
+		logged    bytes.Buffer
+		failure   error
+	)
+	go func() {
+		defer close(done)
+		// The thread keeps the dropped capability until it ends: never unlocked, it ends with this goroutine.
+		runtime.LockOSThread()
+		if err := dropThreadCap(unix.CAP_SYS_NICE); err != nil {
+			failure = err
+			return
+		}
+		own, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+		if err != nil {
+			failure = err
+			return
+		}
+		want = 20 - own
+		db, err := Open(Options{Dir: dir, Log: zerolog.New(&logged), CommitThreadNice: want - 10})
+		if err != nil {
+			failure = err
+			return
+		}
+		defer func() {
+			if err := db.Close(); err != nil && failure == nil {
+				failure = err
+			}
+		}()
+		got, failure = threadNiceOf(db.sw.tid())
+		if failure == nil {
+			_, failure = db.CommitHooks(recs)
+		}
+	}()
+	<-done
+	if failure != nil {
+		t.Fatal(failure)
+	}
+	if got != want {
+		t.Errorf("commit thread nice %d without the privilege, want the process's %d", got, want)
+	}
+	if !strings.Contains(logged.String(), "the commit thread runs at the process's priority") ||
+		!strings.Contains(logged.String(), "permission denied") {
+		t.Errorf("the open logged %q, want the refusal and its reason", logged.String())
+	}
+}
+
+// dropThreadCap removes capability c from the calling thread's effective set (capabilities are per thread).
+func dropThreadCap(c int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return err
+	}
+	data[c/32].Effective &^= 1 << (c % 32)
+	return unix.Capset(&hdr, &data[0])
+}
+
 // threadNice reads the nice value of thread tid of this process (field 19 of its stat line).
 func threadNice(t *testing.T, tid int) int {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	n, err := threadNiceOf(tid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+func threadNiceOf(tid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	if err != nil {
+		return 0, err
+	}
 	// The command (field 2) is in parentheses and may hold spaces: count from the last ')'.
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 17 {
+		return 0, fmt.Errorf("stat of thread %d: %q", tid, b)
+	}
 	n, err := strconv.Atoi(f[16])
 	if err != nil {
-		t.Fatalf("stat of thread %d: %q: %v", tid, b, err)
+		return 0, fmt.Errorf("stat of thread %d: %q: %w", tid, b, err)
 	}
-	return n
+	return n, nil
 }
 
 func readBack(db *DB) ([]byte, error) {
