@@ -411,8 +411,9 @@ type Store struct {
 	// rate the node writes its WAL at (about the ingest rate in bytes), or obsolete files wait on disk. >= 0.
 	DeleteMBPerSec int `yaml:"delete_mb_per_s"`
 	// CommitThreadNice (default -10): the nice value of the thread that makes the group commit's synced write,
-	// which every ack waits for; 0 leaves it the process's. A value below the process's needs CAP_SYS_NICE or an RLIMIT_NICE allowing it:
-	// without it the node logs that once per store open and runs the thread at the process's priority. -20..19.
+	// which every ack waits for; 0 leaves it the process's. A value below the process's needs CAP_SYS_NICE or
+	// an RLIMIT_NICE allowing it: without either the node logs that once per store open and runs the thread at
+	// the process's priority. -20..19.
 	CommitThreadNice int `yaml:"commit_thread_nice"`
 }
 

@@ -69,7 +69,8 @@ type Options struct {
 
 	// CommitThreadNice (store.commit_thread_nice) is the nice value of the thread that makes the group commit's
 	// synced write (syncwrite.go); 0 leaves it the process's. A value the process may not take (below its own
-	// without CAP_SYS_NICE or an RLIMIT_NICE that allows it) is logged once per open and the thread keeps the process's.
+	// without CAP_SYS_NICE or an RLIMIT_NICE that allows it) is logged once per open, and the thread keeps the
+	// process's.
 	CommitThreadNice int
 
 	// OnCommitWait, when set, hears how long each CommitHooks waited for the store's write locks before its
@@ -264,8 +265,8 @@ func Open(opts Options) (*DB, error) {
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
 		bgWriteRate: opts.BackgroundWriteBytesPerSec, deleteRate: opts.DeleteBytesPerSec, onCommitWait: opts.OnCommitWait,
-		commitNice: opts.CommitThreadNice,
-		notify:     make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+		commitNice: opts.CommitThreadNice, notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1),
+		ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}

@@ -43,7 +43,8 @@ type syncWriter struct {
 }
 
 // newSyncWriter starts the writer's thread at nice value nice (0: the process's). The thread starts either way:
-// niceErr is why it could not take nice (EACCES without CAP_SYS_NICE or an RLIMIT_NICE allowing the value), for the caller to report.
+// niceErr is why it could not take nice (EACCES without CAP_SYS_NICE or an RLIMIT_NICE allowing the value),
+// for the caller to report.
 func newSyncWriter(nice int) (w *syncWriter, niceErr, err error) {
 	var msg *C.char
 	var errno C.int

@@ -125,7 +125,8 @@ func TestSyncWriterThreadNice(t *testing.T) {
 			want = processNice
 		}
 		if got != want {
-			t.Errorf("commit thread nice %d with %d asked (process %d, refusal %v), want %d", got, asked, processNice, niceErr, want)
+			t.Errorf("commit thread nice %d with %d asked (process %d, refusal %v), want %d", got, asked, processNice,
+				niceErr, want)
 		}
 		if err := db.Close(); err != nil {
 			t.Fatal(err)
