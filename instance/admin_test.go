@@ -158,4 +158,8 @@ func TestAdminServesTheCommitLockWait(t *testing.T) {
 	if want := `ankusa_wal_commit_lock_wait_seconds_count{instance="lockwait"} 1`; !strings.Contains(string(b), want) {
 		t.Fatalf("no %s in the scrape", want)
 	}
+	// The commit's synced write, timed on the store's commit thread, is reported by the same commit.
+	if want := `ankusa_wal_sync_write_seconds_count{instance="lockwait"} 1`; !strings.Contains(string(b), want) {
+		t.Fatalf("no %s in the scrape", want)
+	}
 }

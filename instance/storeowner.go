@@ -108,7 +108,8 @@ func (s *storeOwner) open() (*store.DB, error) {
 		BackgroundWriteBytesPerSec: int64(cfg.Store.BackgroundWriteMBPerSec) << 20,
 		DeleteBytesPerSec:          int64(cfg.Store.DeleteMBPerSec) << 20,
 		CommitThreadNice:           cfg.Store.CommitThreadNice,
-		OnCommitWait:               s.i.tel.CommitLockWait})
+		OnCommitWait:               s.i.tel.CommitLockWait,
+		OnSyncWrite:                s.i.tel.SyncWrite})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct ankusa_sync_writer {
@@ -22,6 +23,7 @@ struct ankusa_sync_writer {
 	int nice;       // the nice value asked for (0: the process's)
 	int nice_errno; // setpriority's errno, 0 when it succeeded or nothing was asked
 	int tid;
+	int64_t took_ns; // how long the last write took in rocksdb_write
 	rocksdb_t* db;
 	rocksdb_writeoptions_t* wo;
 	rocksdb_writebatch_t* wb;
@@ -32,6 +34,12 @@ static char* message(const char* what, int errnum) {
 	char buf[256];
 	snprintf(buf, sizeof buf, "%s: %s", what, strerror(errnum));
 	return strdup(buf);
+}
+
+static int64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void* run(void* arg) {
@@ -56,9 +64,12 @@ static void* run(void* arg) {
 		}
 		pthread_mutex_unlock(&w->mu);
 		char* err = NULL;
+		int64_t start = now_ns();
 		rocksdb_write(w->db, w->wo, w->wb, &err);
+		int64_t took = now_ns() - start;
 		pthread_mutex_lock(&w->mu);
 		w->err = err;
+		w->took_ns = took;
 		w->pending = 0;
 		// The counter cannot overflow (the caller reads it after every write), so the write cannot fail short of
 		// a closed descriptor, which the caller only closes after this thread ended.
@@ -122,10 +133,11 @@ void ankusa_sync_writer_submit(ankusa_sync_writer* w, rocksdb_t* db, rocksdb_wri
 	pthread_mutex_unlock(&w->mu);
 }
 
-char* ankusa_sync_writer_result(ankusa_sync_writer* w) {
+char* ankusa_sync_writer_result(ankusa_sync_writer* w, int64_t* took_ns) {
 	pthread_mutex_lock(&w->mu);
 	char* err = w->err;
 	w->err = NULL;
+	*took_ns = w->took_ns;
 	pthread_mutex_unlock(&w->mu);
 	return err;
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/linxGnu/grocksdb"
@@ -40,6 +41,9 @@ type syncWriter struct {
 	buf  [8]byte
 	// broken is the error of a wait that failed; every later write returns it.
 	broken error
+	// took is how long the last write ran in RocksDB on the thread (the WAL append, its sync, the memtable
+	// insert), without the hand-offs to and from the thread.
+	took time.Duration
 }
 
 // newSyncWriter starts the writer's thread at nice value nice (0: the process's). The thread starts either way:
@@ -79,7 +83,10 @@ func (w *syncWriter) write(rdb *grocksdb.DB, wo *grocksdb.WriteOptions, wb *groc
 	runtime.KeepAlive(rdb)
 	runtime.KeepAlive(wo)
 	runtime.KeepAlive(wb)
-	if msg := C.ankusa_sync_writer_result(w.c); msg != nil {
+	var took C.int64_t
+	msg := C.ankusa_sync_writer_result(w.c, &took)
+	w.took = time.Duration(took)
+	if msg != nil {
 		defer C.free(unsafe.Pointer(msg))
 		return errors.New(C.GoString(msg))
 	}

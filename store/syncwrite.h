@@ -3,6 +3,7 @@
 #define ANKUSA_SYNCWRITE_H
 
 #include <rocksdb/c.h>
+#include <stdint.h>
 
 typedef struct ankusa_sync_writer ankusa_sync_writer;
 
@@ -25,8 +26,8 @@ void ankusa_sync_writer_submit(ankusa_sync_writer* w, rocksdb_t* db, rocksdb_wri
                                rocksdb_writebatch_t* wb);
 
 // ankusa_sync_writer_result takes the finished write's error (a malloc'd message for the caller to free), or
-// NULL when it succeeded.
-char* ankusa_sync_writer_result(ankusa_sync_writer* w);
+// NULL when it succeeded, and sets *took_ns to how long the write ran in RocksDB on the thread.
+char* ankusa_sync_writer_result(ankusa_sync_writer* w, int64_t* took_ns);
 
 // ankusa_sync_writer_free stops the thread, waits for it and frees w; no write may be in flight.
 void ankusa_sync_writer_free(ankusa_sync_writer* w);

@@ -129,6 +129,9 @@ func (t *Telemetry) Commit(d time.Duration, records, bytes int, err error, class
 // CommitLockWait reports how long one group commit waited for the store's write lock (store.Options.OnCommitWait).
 func (t *Telemetry) CommitLockWait(d time.Duration) { t.Metrics.CommitLockWait.Observe(d.Seconds()) }
 
+// SyncWrite reports how long one group commit's synced write ran in RocksDB (store.Options.OnSyncWrite).
+func (t *Telemetry) SyncWrite(d time.Duration) { t.Metrics.SyncWrite.Observe(d.Seconds()) }
+
 // IngestQueue reports the records and body bytes the edge's partitions hold (sampled).
 func (t *Telemetry) IngestQueue(records, bytes int64) {
 	t.Metrics.QueueRecords.Set(float64(records))
