@@ -273,8 +273,8 @@ func Open(opts Options) (*DB, error) {
 	}
 	db := &DB{dir: opts.Dir, log: opts.Log, faults: opts.Faults, ords: make(map[string]uint32),
 		bgWriteRate: opts.BackgroundWriteBytesPerSec, deleteRate: opts.DeleteBytesPerSec, onCommitWait: opts.OnCommitWait,
-		onSyncWrite: opts.OnSyncWrite, commitNice: opts.CommitThreadNice, notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1),
-		ed: newEditSet(), wroUpper: make([]byte, 0, 32),
+		onSyncWrite: opts.OnSyncWrite, commitNice: opts.CommitThreadNice,
+		notify: make(chan struct{}, 1), anotify: make(chan struct{}, 1), ed: newEditSet(), wroUpper: make([]byte, 0, 32),
 		seen: make(map[DedupeScope][16]byte), qseen: make(map[[penIDLen]byte]struct{}),
 		dedupeMax: max(0, opts.DedupeMaxEntries), dedupeMaxTenant: max(0, opts.DedupeMaxEntriesPerTenant),
 		dedupeMaxSource: max(0, opts.DedupeMaxEntriesPerSource)}
