@@ -42,8 +42,10 @@ type syncWriter struct {
 	// broken is the error of a wait that failed; every later write returns it.
 	broken error
 	// took is how long the last write ran in RocksDB on the thread (the WAL append, its sync, the memtable
-	// insert), without the hand-offs to and from the thread.
-	took time.Duration
+	// insert), without the hand-offs to and from the thread; tookC receives it from C (a field rather than a
+	// local, which the call would move to the heap on every commit).
+	took  time.Duration
+	tookC C.int64_t
 }
 
 // newSyncWriter starts the writer's thread at nice value nice (0: the process's). The thread starts either way:
@@ -83,9 +85,8 @@ func (w *syncWriter) write(rdb *grocksdb.DB, wo *grocksdb.WriteOptions, wb *groc
 	runtime.KeepAlive(rdb)
 	runtime.KeepAlive(wo)
 	runtime.KeepAlive(wb)
-	var took C.int64_t
-	msg := C.ankusa_sync_writer_result(w.c, &took)
-	w.took = time.Duration(took)
+	msg := C.ankusa_sync_writer_result(w.c, &w.tookC)
+	w.took = time.Duration(w.tookC)
 	if msg != nil {
 		defer C.free(unsafe.Pointer(msg))
 		return errors.New(C.GoString(msg))
