@@ -316,6 +316,9 @@ func checkDir(dir string) (fresh bool, err error) {
 	return true, nil
 }
 
+// niceRefused is what an open logs when the commit thread cannot take store.commit_thread_nice.
+const niceRefused = "the commit thread runs at the process's priority (store.commit_thread_nice)"
+
 func (db *DB) open(fresh bool) error {
 	db.cache = grocksdb.NewLRUCache(blockCacheBytes)
 	db.bbto = grocksdb.NewDefaultBlockBasedTableOptions()
@@ -371,7 +374,7 @@ func (db *DB) open(fresh bool) error {
 		return err
 	}
 	if niceErr != nil {
-		db.log.Info().Err(niceErr).Msg("the commit thread runs at the process's priority (store.commit_thread_nice)")
+		db.log.Info().Err(niceErr).Msg(niceRefused)
 	}
 
 	db.ro = grocksdb.NewDefaultReadOptions()
@@ -723,7 +726,7 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
 	if db.onSyncWrite != nil {
-		db.onSyncWrite(db.sw.took)
+		db.onSyncWrite(db.sw.took())
 	}
 	for _, t := range db.newTenants {
 		db.ords[t.tenant] = t.ord

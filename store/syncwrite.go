@@ -41,11 +41,9 @@ type syncWriter struct {
 	buf  [8]byte
 	// broken is the error of a wait that failed; every later write returns it.
 	broken error
-	// took is how long the last write ran in RocksDB on the thread (the WAL append, its sync, the memtable
-	// insert), without the hand-offs to and from the thread; tookC receives it from C (a field rather than a
-	// local, which the call would move to the heap on every commit).
-	took  time.Duration
-	tookC C.int64_t
+	// tookNS is how long the last write ran in RocksDB on the thread, in ns (took): a field rather than a local,
+	// which the call into C would move to the heap on every commit.
+	tookNS C.int64_t
 }
 
 // newSyncWriter starts the writer's thread at nice value nice (0: the process's). The thread starts either way:
@@ -85,14 +83,17 @@ func (w *syncWriter) write(rdb *grocksdb.DB, wo *grocksdb.WriteOptions, wb *groc
 	runtime.KeepAlive(rdb)
 	runtime.KeepAlive(wo)
 	runtime.KeepAlive(wb)
-	msg := C.ankusa_sync_writer_result(w.c, &w.tookC)
-	w.took = time.Duration(w.tookC)
+	msg := C.ankusa_sync_writer_result(w.c, &w.tookNS)
 	if msg != nil {
 		defer C.free(unsafe.Pointer(msg))
 		return errors.New(C.GoString(msg))
 	}
 	return nil
 }
+
+// took is how long the last write ran in RocksDB on the thread (the WAL append, its sync, the memtable insert),
+// without the hand-offs to and from the thread.
+func (w *syncWriter) took() time.Duration { return time.Duration(w.tookNS) }
 
 // close stops the thread and closes the eventfd; no write may be in flight.
 func (w *syncWriter) close() {

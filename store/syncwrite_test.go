@@ -108,7 +108,7 @@ func TestSyncWriterThreadNice(t *testing.T) {
 			t.Fatal(err)
 		}
 		log := logged.String()
-		refused := strings.Contains(log, "the commit thread runs at the process's priority")
+		refused := strings.Contains(log, niceRefused)
 		want := asked
 		switch {
 		case asked == 0:
@@ -181,7 +181,7 @@ func TestSyncWriterNiceRefused(t *testing.T) {
 	if got != want {
 		t.Errorf("commit thread nice %d without the privilege, want the process's %d", got, want)
 	}
-	if !strings.Contains(logged.String(), "the commit thread runs at the process's priority") ||
+	if !strings.Contains(logged.String(), niceRefused) ||
 		!strings.Contains(logged.String(), "permission denied") {
 		t.Errorf("the open logged %q, want the refusal and its reason", logged.String())
 	}
