@@ -376,6 +376,9 @@ func (db *DB) open(fresh bool) error {
 	if niceErr != nil {
 		db.log.Info().Err(niceErr).Msg(niceRefused)
 	}
+	if state := crc32cState(); state != "hardware" {
+		db.log.Info().Str("crc32c", state).Msg("rocksdb checksums run on the library's table loop, at a seventh of the hardware's speed (store/crc32c.c)")
+	}
 
 	db.ro = grocksdb.NewDefaultReadOptions()
 	db.ro.SetVerifyChecksums(true)
