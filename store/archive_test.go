@@ -4,8 +4,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/linxGnu/grocksdb"
 )
 
 // commitArchived commits recs with an archive obligation each and returns their seqs.
@@ -349,14 +347,7 @@ func TestScanObligationsLeavesTheBlockCache(t *testing.T) {
 		recs = append(recs, makeRecord(t, "t1", 1024))
 	}
 	commitArchived(t, db, recs...)
-	fo := grocksdb.NewDefaultFlushOptions()
-	defer fo.Destroy()
-	fo.SetWait(true)
-	for _, cf := range db.cfs {
-		if err := db.rdb.FlushCF(cf, fo); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flushAll(t, db)
 	before := db.cache.GetUsage()
 	var n int
 	var bytes int64

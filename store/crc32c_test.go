@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"github.com/linxGnu/grocksdb"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -72,14 +70,7 @@ func TestCRC32CStoreChecksWithTheLibrary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fo := grocksdb.NewDefaultFlushOptions()
-	defer fo.Destroy()
-	fo.SetWait(true)
-	for _, cf := range db.cfs {
-		if err := db.rdb.FlushCF(cf, fo); err != nil {
-			t.Fatal(err)
-		}
-	}
+	flushAll(t, db)
 	if _, err := db.CommitHooks(recs[150:]); err != nil { // these stay in the WAL only
 		t.Fatal(err)
 	}

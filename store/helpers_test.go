@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/linxGnu/grocksdb"
 	"github.com/rs/zerolog"
 )
 
@@ -127,4 +128,17 @@ func hookTenantSeqs(t testing.TB, db *DB) map[uint64]string {
 		t.Fatalf("ForEachHook: %v", err)
 	}
 	return out
+}
+
+// flushAll flushes every column family of db's memtables to tables and waits for it.
+func flushAll(t testing.TB, db *DB) {
+	t.Helper()
+	fo := grocksdb.NewDefaultFlushOptions()
+	defer fo.Destroy()
+	fo.SetWait(true)
+	for _, cf := range db.cfs {
+		if err := db.rdb.FlushCF(cf, fo); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
