@@ -377,7 +377,7 @@ func (db *DB) open(fresh bool) error {
 		db.log.Info().Err(niceErr).Msg(niceRefused)
 	}
 	if state := crc32cState(); state != "hardware" {
-		db.log.Info().Str("crc32c", state).Msg("rocksdb checksums run on the library's table loop, at a seventh of the hardware's speed (store/crc32c.c)")
+		db.log.Info().Str("crc32c", state).Msg("rocksdb checksums run on the library's own CRC32C, not the CPU's crc32 instruction (store/crc32c.c)")
 	}
 
 	db.ro = grocksdb.NewDefaultReadOptions()
