@@ -15,8 +15,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ANKUSA_CRC32C_SYMBOL "_ZN7rocksdb6crc32c6ExtendEjPKcm"
-
 typedef uint32_t (*extend_fn)(uint32_t crc, const char* buf, size_t n);
 
 #if defined(__x86_64__)

@@ -4,6 +4,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// rocksdb::crc32c::Extend(unsigned int, char const*, unsigned long), mangled.
+#define ANKUSA_CRC32C_SYMBOL "_ZN7rocksdb6crc32c6ExtendEjPKcm"
+
 // What RocksDB's CRC32C calls run (ankusa_crc32c_state).
 enum {
 	ANKUSA_CRC32C_NOT_INTERPOSED = 0, // the library's own function: the executable does not export the symbol
@@ -13,9 +16,9 @@ enum {
 
 int ankusa_crc32c_state(void);
 
-// ankusa_crc32c_extend is rocksdb::crc32c::Extend(unsigned int, char const*, unsigned long), under its mangled
-// name: the executable's definition, which the library's calls reach.
-uint32_t ankusa_crc32c_extend(uint32_t crc, const char* buf, size_t n) __asm__("_ZN7rocksdb6crc32c6ExtendEjPKcm");
+// ankusa_crc32c_extend is rocksdb::crc32c::Extend under its mangled name: the executable's definition, which the
+// library's calls reach.
+uint32_t ankusa_crc32c_extend(uint32_t crc, const char* buf, size_t n) __asm__(ANKUSA_CRC32C_SYMBOL);
 
 // ankusa_crc32c_library is the library's own rocksdb::crc32c::Extend, for comparison.
 uint32_t ankusa_crc32c_library(uint32_t crc, const char* buf, size_t n);
