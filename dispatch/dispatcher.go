@@ -26,6 +26,8 @@ type Store interface {
 	NextDue(ord uint32) (int64, bool, error)
 	OldestDue() (int64, bool, error)
 	ClaimDue(ord uint32, now int64, max int, maxBytes int64, dst []store.Claimed) ([]store.Claimed, error)
+	SetFresh(fn store.FreshFunc, skip map[string]struct{})
+	GrantFresh(decide func(outRows int, outBytes int64) store.FreshGrant)
 	GetHook(seq uint64) (store.Hook, error)
 	Complete(c *store.Claimed) error
 	Reschedule(c *store.Claimed, attempts uint32, at int64, lastErr string) error

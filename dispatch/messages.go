@@ -5,6 +5,13 @@ import "github.com/ankusa-go/ankusa/store"
 // wake asks the scheduler to scan: a commit made rows due, or a slot freed.
 type wake struct{}
 
+// freshClaims carries the rows a commit claimed for dispatch (store.FreshFunc); owner is the incarnation that
+// installed the receiver.
+type freshClaims struct {
+	owner  *scheduler
+	claims []store.Claimed
+}
+
 // timerFired is the scheduler's sleep ending; gen tells a stale timer from the current one.
 type timerFired struct{ gen uint64 }
 

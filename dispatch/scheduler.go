@@ -97,6 +97,16 @@ type scheduler struct {
 	plan     *claimPlan // the claim page, reused
 	claiming bool       // a claim page is out
 	rescan   bool       // a scan was asked for while it was out
+
+	// Fresh claims (store/fresh.go): backlog is set while the last claim page left due rows behind, and then
+	// nothing is granted, so the due rows keep their turn by deficit round-robin. freshRows and freshBytes count
+	// what this incarnation received; atCap holds the tenants holding their claim cap, which no grant includes.
+	backlog    bool
+	freshRows  int
+	freshBytes int64
+	atCap      map[uint32]struct{}
+	full       []uint32
+	decide     func(outRows int, outBytes int64) store.FreshGrant
 }
 
 // NewSchedulerProps returns the scheduler's props.
@@ -118,6 +128,8 @@ func (s *scheduler) Receive(ctx actor.Context) {
 		}
 	case *claimPlan:
 		s.pageClaimed(ctx, m)
+	case *freshClaims:
+		s.freshArrived(ctx, m)
 	case *attemptDone:
 		s.done(ctx, m)
 	case *laneCrashed:
@@ -137,7 +149,21 @@ func (s *scheduler) start(ctx actor.Context) {
 		panic("dispatch: store is not open")
 	}
 	s.self = ctx.Self()
-	s.tenants, s.lanes = map[uint32]*tenant{}, map[sinkKey]*lane{}
+	s.tenants, s.lanes, s.atCap = map[uint32]*tenant{}, map[sinkKey]*lane{}, map[uint32]struct{}{}
+	s.decide = s.grant
+	// The receiver goes in before the recovery: rows a predecessor was handed and never ran are due again below,
+	// and its messages still queued are ignored (freshArrived).
+	{
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		// A tenant with a window of its own is never claimed fresh: its window holds exactly, claims included.
+		windowed := map[string]struct{}{}
+		for name, w := range s.d.set.Tenants {
+			if w.MaxInflight > 0 || w.MaxInflightBytes > 0 {
+				windowed[name] = struct{}{}
+			}
+		}
+		s.db.SetFresh(func(claims []store.Claimed) { root.Send(self, &freshClaims{owner: s, claims: claims}) }, windowed)
+	}
 	n, err := s.db.RecoverInflight()
 	if err != nil {
 		panic(err)
@@ -180,6 +206,9 @@ func (s *scheduler) start(ctx actor.Context) {
 // written by their own tasks: a restarted scheduler then finds every row settled or
 // still claimed, never half-written.
 func (s *scheduler) shutdown() {
+	if s.db != nil {
+		s.db.SetFresh(nil, nil)
+	}
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -248,7 +277,9 @@ func (s *scheduler) scan(ctx actor.Context) {
 
 	page := min(s.d.set.Batch, s.d.set.MaxInflight-s.claimed)
 	if page <= 0 || len(order) == 0 {
+		s.backlog = page <= 0 && len(order) > 0
 		s.pump(ctx)
+		s.regrant()
 		return
 	}
 	p := s.plan
@@ -386,6 +417,10 @@ func (s *scheduler) pageClaimed(ctx actor.Context, p *claimPlan) {
 			s.take(ctx, t, p.nowMS, p.claims[sp[0]:sp[1]])
 		}
 	}
+	s.backlog = p.reached < len(p.reqs)
+	for i := range p.reqs[:p.reached] {
+		s.backlog = s.backlog || p.reqs[i].hungry
+	}
 	if p.reached < len(p.reqs) {
 		s.cursor = p.reqs[p.reached].ord
 	} else {
@@ -394,6 +429,7 @@ func (s *scheduler) pageClaimed(ctx actor.Context, p *claimPlan) {
 	clear(p.claims) // the lanes' queues hold the rows now, and with them their hooks
 	p.claims = p.claims[:0]
 	s.pump(ctx)
+	s.regrant()
 	s.sleepUntil(ctx, p.wakeAt)
 	if s.rescan {
 		s.rescan = false
@@ -409,6 +445,9 @@ func (s *scheduler) take(ctx actor.Context, t *tenant, nowMS int64, claims []sto
 		s.claimedBytes += int64(c.Size)
 		t.claimed++
 		t.claimedBytes += int64(c.Size)
+		if t.claimed == s.claimCap(t) {
+			s.atCap[t.ord] = struct{}{}
+		}
 		r, ok := s.d.route(c.Row.Source, c.Sink)
 		if !ok {
 			// The source or its sink is gone from the config: dead-letter, never drop.
@@ -461,6 +500,9 @@ func (s *scheduler) release(t *tenant, c *store.Claimed) {
 	s.claimedBytes -= int64(c.Size)
 	t.claimed--
 	t.claimedBytes -= int64(c.Size)
+	if t.claimed == s.claimCap(t)-1 {
+		delete(s.atCap, t.ord)
+	}
 }
 
 // tenantRunCap is how many slots t may hold now: its window's concurrency, and never
@@ -695,6 +737,60 @@ func (s *scheduler) done(ctx actor.Context, m *attemptDone) {
 		ctx.Send(ctx.Self(), wake{})
 	}
 	s.pump(ctx)
+	s.regrant()
+}
+
+// freshArrived takes the rows a commit claimed for this incarnation into their lanes, as a claim page's. A row
+// its tenant cannot hold (its claim cap or its window's bytes; the grant leaves out only tenants already at the
+// cap) goes back as due at once, attempts unchanged. A predecessor's rows are not this incarnation's: its start
+// made them due again.
+func (s *scheduler) freshArrived(ctx actor.Context, m *freshClaims) {
+	if m.owner != s {
+		return
+	}
+	now := s.d.now()
+	nowMS := now.UnixMilli()
+	for i := range m.claims {
+		c := &m.claims[i]
+		s.freshRows++
+		s.freshBytes += int64(c.Size)
+		t := s.tenant(c.Ord)
+		t.seen = now
+		if t.claimed >= s.claimCap(t) || (t.win.MaxInflightBytes > 0 && t.claimedBytes+int64(c.Size) > t.win.MaxInflightBytes) {
+			if err := s.db.Reschedule(c, c.Row.Attempts, nowMS, c.Row.LastError); err != nil {
+				s.d.log.Error().Err(err).Uint64("seq", c.Seq).Msg("cannot give back a fresh row")
+				s.take(ctx, t, nowMS, m.claims[i:i+1]) // still claimed: run it rather than strand it
+			}
+			continue
+		}
+		s.take(ctx, t, nowMS, m.claims[i:i+1])
+	}
+	clear(m.claims)
+	s.pump(ctx)
+	s.regrant()
+}
+
+// regrant sets what the next commits may claim fresh (grant).
+func (s *scheduler) regrant() {
+	if s.decide != nil {
+		s.db.GrantFresh(s.decide)
+	}
+}
+
+// grant is what the commits may claim fresh: nothing while due rows wait for a claim page, else a page's worth
+// within the node's bounds, less the rows handed out and not received yet, for the tenants below their cap.
+func (s *scheduler) grant(outRows int, outBytes int64) store.FreshGrant {
+	if s.backlog || s.tasks == nil {
+		return store.FreshGrant{}
+	}
+	set := &s.d.set
+	rows := min(set.Batch, set.MaxInflight-s.claimed-(outRows-s.freshRows))
+	bytes := set.MaxInflightBytes - s.claimedBytes - (outBytes - s.freshBytes)
+	s.full = s.full[:0]
+	for ord := range s.atCap {
+		s.full = append(s.full, ord)
+	}
+	return store.FreshGrant{Rows: rows, Bytes: bytes, Full: s.full}
 }
 
 func (s *scheduler) afterAttempt(t *tenant, l *lane, m *attemptDone, now time.Time) {

@@ -108,7 +108,7 @@ func (db *DB) RedriveArchivedStep(j *ReplayJob, recs []*Record, cursor ArchiveCu
 	db.ed.reset()
 	db.newTenants = db.newTenants[:0]
 	ordBefore := db.nextOrd
-	next, rows, err := db.addRecordsLocked(wb, recs, first, at)
+	next, rows, err := db.addRecordsLocked(wb, recs, first, at, &freshTake{})
 	if err != nil {
 		db.ed.reset()
 		return 0, err

@@ -229,6 +229,11 @@ type DB struct {
 	// into the index CF's memtable between its other keys there.
 	markers map[uint64]struct{}
 
+	// freshMu guards fresh (but its claims and hook, cmu's scratch) and is a leaf (fresh.go).
+	freshMu   sync.Mutex
+	fresh     freshState
+	freshFull []uint32 // the commit's copy of the grant's exclusions, reused
+
 	// qmu serialises the writes of the quarantine pen (quarantine.go) from reading the pen counters until their
 	// batch is written and applied, as cmu does for the queue counters; ReleaseQuarantine takes it after cmu. It
 	// guards the scratch below. A pen write does not take cmu, so a pen tick's fsync never holds up an ingest
@@ -688,7 +693,10 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 		}
 	}()
 	ordBefore := db.nextOrd
-	seq, rows, err := db.addRecordsLocked(wb, recs, first, at)
+	ft := db.takeFreshLocked()
+	written := false
+	defer func() { db.endFreshLocked(&ft, written) }()
+	seq, rows, err := db.addRecordsLocked(wb, recs, first, at, &ft)
 	if err != nil {
 		db.ed.reset()
 		return 0, err
@@ -728,6 +736,7 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 		db.ed.reset()
 		return 0, &WriteError{Class: classify(err), Err: err}
 	}
+	written = true
 	if db.onSyncWrite != nil {
 		db.onSyncWrite(db.sw.took())
 	}
@@ -738,8 +747,8 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 	if release {
 		db.setPenLocked(pen)
 	}
-	if rows > 0 {
-		db.wake()
+	if rows > ft.used {
+		db.wake() // rows went due: claimed fresh, a row needs no scan
 	}
 	return first, nil
 }
@@ -769,7 +778,7 @@ func (db *DB) putSeqMetaLocked(wb *grocksdb.WriteBatch, ordBefore uint32, next u
 // addRecordsLocked adds recs to wb as CommitHooks commits them at `at` (unix ms), the first committed one
 // taking seq first, and sets every record's Outcome. It returns the seq after the last committed record and how
 // many records got rows. The counter changes go to db.ed; the caller adds them (putCountersLocked) and the meta.
-func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first uint64, at int64) (next uint64,
+func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first uint64, at int64, ft *freshTake) (next uint64,
 	rows int, err error) {
 	hooks, deliveries, index := db.cfs[cfHooks], db.cfs[cfDeliveries], db.cfs[cfIndex]
 	seq := first
@@ -796,12 +805,18 @@ func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first ui
 		if len(r.Sinks) > 0 {
 			ord := db.ordinalLocked(r.Tenant)
 			e := db.editLocked(ord)
+			db.fresh.hook = nil
 			for _, s := range r.Sinks {
 				row := DeliveryRow{SinkIndex: s.Index, SinkType: s.Type, State: StatePending, DueAt: at, Size: r.Size,
 					Source: r.Source, Ordered: s.Ordered, ReceivedAt: r.ReceivedAt, ReplayID: r.ReplayID}
 				db.key = DeliveryKey{Seq: r.Outcome.Seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendDeliveryRow(db.val[:0], &row)
 				wb.PutCF(deliveries, db.key, db.val)
+				if ft.wants(r.Tenant, ord, r.Size, s.Ordered) {
+					db.addFreshLocked(wb, r, ord, at, row, len(r.Sinks) == 1)
+					e.counts.inflight++
+					continue
+				}
 				db.key = DueKey{Ord: ord, At: at, Seq: r.Outcome.Seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendIndexValue(db.val[:0], r.Size)
 				wb.PutCF(index, db.key, db.val)

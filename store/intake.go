@@ -104,7 +104,7 @@ func (db *DB) ApplyHooks(recs []*Record, seqs []uint64) (applied []bool, err err
 			continue
 		}
 		taken[s] = true
-		if _, _, err := db.addRecordsLocked(wb, []*Record{r}, s, at); err != nil {
+		if _, _, err := db.addRecordsLocked(wb, []*Record{r}, s, at, &freshTake{}); err != nil {
 			db.ed.reset()
 			return nil, err
 		}
