@@ -696,7 +696,7 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 	ft := db.takeFreshLocked()
 	written := false
 	defer func() { db.endFreshLocked(&ft, written) }()
-	seq, rows, err := db.addRecordsLocked(wb, recs, first, at, &ft)
+	seq, _, err := db.addRecordsLocked(wb, recs, first, at, &ft)
 	if err != nil {
 		db.ed.reset()
 		return 0, err
@@ -747,8 +747,8 @@ func (db *DB) commitLocked(recs []*Record, rel *penRelease) (first uint64, err e
 	if release {
 		db.setPenLocked(pen)
 	}
-	if rows > ft.used {
-		db.wake() // rows went due: claimed fresh, a row needs no scan
+	if ft.due > 0 {
+		db.wake() // rows went due (a row claimed fresh needs no scan)
 	}
 	return first, nil
 }
@@ -820,6 +820,7 @@ func (db *DB) addRecordsLocked(wb *grocksdb.WriteBatch, recs []*Record, first ui
 				db.key = DueKey{Ord: ord, At: at, Seq: r.Outcome.Seq, Sink: s.Index}.Append(db.key[:0])
 				db.val = AppendIndexValue(db.val[:0], r.Size)
 				wb.PutCF(index, db.key, db.val)
+				ft.due++
 				e.dueWritten(db.key)
 				e.counts.pending++
 				e.counts.pendingBytes += int64(r.Size)

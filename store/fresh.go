@@ -25,7 +25,7 @@ type FreshFunc func(claims []Claimed)
 type freshState struct {
 	fn   FreshFunc
 	skip map[string]struct{} // tenants never claimed fresh
-	gen  uint64 // bumped by SetFresh and GrantFresh: a commit gives back its unused take only to the grant it took
+	gen  uint64              // bumped by SetFresh and GrantFresh: a commit gives back its unused take only to the grant it took
 	rows int
 	// bytes is what the grant leaves of body bytes; full the tenant ordinals it excludes.
 	bytes int64
@@ -95,6 +95,7 @@ type freshTake struct {
 	skip  map[string]struct{}
 	used  int
 	usedB int64
+	due   int // rows the commit wrote due, claimed or not: the scheduler is woken for them
 }
 
 // takeFreshLocked takes the whole grant for the commit being built, so the commit never holds freshMu across

@@ -122,6 +122,32 @@ func TestFreshClaimsSkipOrderedFullAndLarge(t *testing.T) {
 		t.Fatal("an ordered row was claimed fresh")
 	}
 	wantCounts(t, db, 6, 2)
+	select {
+	case <-db.Notify():
+	default:
+		t.Fatal("a commit that left rows due did not wake dispatch")
+	}
+
+	// A commit whose every row was claimed fresh wakes nobody: there is nothing to scan for.
+	grant(db, 10, 1<<20)
+	if _, err := db.CommitHooks(makeRecords(t, 2, "acme")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-db.Notify():
+		t.Fatal("a commit whose rows were all claimed fresh woke dispatch")
+	default:
+	}
+	// One ordered row beside a fresh one of the same hook is due, and wakes dispatch.
+	if _, err := db.CommitHooks([]*Record{makeRecord(t, "acme", 8, SinkBinding{Index: 0, Type: "http"},
+		SinkBinding{Index: 1, Type: "http", Ordered: true})}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-db.Notify():
+	default:
+		t.Fatal("a commit that left an ordered row due did not wake dispatch")
+	}
 }
 
 // A commit whose write fails hands nothing out and gives its take back; a receiver replaced by SetFresh gets
