@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/ankusa-go/ankusa/config"
 	"github.com/ankusa-go/ankusa/test/poll"
 )
@@ -28,8 +30,12 @@ func TestFreshClaimsAreDelivered(t *testing.T) {
 			t.Fatalf("delivery %+v (hit %d times) does not match what was ingested", r, srv.hitsOf(r.id))
 		}
 	}
-	if got := inst.Store().FreshTaken(); got == 0 {
+	got := inst.Store().FreshTaken()
+	if got == 0 {
 		t.Fatalf("no row was claimed by its commit (%d hooks, one at a time, no backlog)", n)
+	}
+	if m := testutil.ToFloat64(inst.Telemetry().Metrics.Dispatch.FreshClaims); m != float64(got) {
+		t.Fatalf("ankusa_dispatch_fresh_claims_total %v, the store claimed %d fresh", m, got)
 	}
 	poll.True(t, 5*time.Second, "rows settled", func() bool {
 		c := counts(inst)

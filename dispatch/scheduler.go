@@ -765,6 +765,7 @@ func (s *scheduler) freshArrived(ctx actor.Context, m *freshClaims) {
 		}
 		s.take(ctx, t, nowMS, m.claims[i:i+1])
 	}
+	s.d.tel.FreshClaimed(len(m.claims))
 	clear(m.claims)
 	s.pump(ctx)
 	s.regrant()

@@ -27,6 +27,7 @@ type DispatchMetrics struct {
 	Running            prometheus.Gauge
 	Claimed            prometheus.Gauge
 	ClaimedBytes       prometheus.Gauge
+	FreshClaims        prometheus.Counter
 	ActiveTenants      prometheus.Gauge
 	LanesBlocked       prometheus.Gauge
 	TenantInflight     *prometheus.GaugeVec // tenant (top 100)
@@ -58,9 +59,11 @@ func newDispatchMetrics(reg *prometheus.Registry, l prometheus.Labels) *Dispatch
 			Help: "Age of a hook when its delivery settled, from received_at.", ConstLabels: l, Buckets: deliveryBuckets}, []string{"sink", "result"}),
 		BreakerTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "ankusa_dispatch_breaker_transitions_total",
 			Help: "Circuit breaker transitions, by sink type and new state.", ConstLabels: l}, []string{"sink", "state"}),
-		BreakersOpen:   g("ankusa_dispatch_breakers_open", "Sink keys whose breaker is open."),
-		Running:        g("ankusa_dispatch_running", "Delivery attempts running."),
-		Claimed:        g("ankusa_dispatch_claimed", "Delivery rows claimed by the scheduler."),
+		BreakersOpen: g("ankusa_dispatch_breakers_open", "Sink keys whose breaker is open."),
+		Running:      g("ankusa_dispatch_running", "Delivery attempts running."),
+		Claimed:      g("ankusa_dispatch_claimed", "Delivery rows claimed by the scheduler."),
+		FreshClaims: prometheus.NewCounter(prometheus.CounterOpts{Name: "ankusa_dispatch_fresh_claims_total",
+			Help: "Delivery rows claimed by the commit that wrote them, without a scan.", ConstLabels: l}),
 		ClaimedBytes:   g("ankusa_dispatch_claimed_bytes", "Stored size of the claimed rows' hooks."),
 		ActiveTenants:  g("ankusa_dispatch_active_tenants", "Tenants with deliveries due."),
 		LanesBlocked:   g("ankusa_dispatch_lanes_blocked", "Ordered lanes waiting on a retry of their head."),
@@ -78,7 +81,7 @@ func newDispatchMetrics(reg *prometheus.Registry, l prometheus.Labels) *Dispatch
 			Help: "Replay steps held back, by reason.", ConstLabels: l}, []string{"reason"}),
 	}
 	reg.MustRegister(m.Deliveries, m.DeadLettered, m.AttemptDuration, m.DeliveryLatency, m.BreakerTransitions,
-		m.BreakersOpen, m.Running, m.Claimed, m.ClaimedBytes, m.ActiveTenants, m.LanesBlocked, m.TenantInflight,
+		m.BreakersOpen, m.Running, m.Claimed, m.ClaimedBytes, m.FreshClaims, m.ActiveTenants, m.LanesBlocked, m.TenantInflight,
 		m.QueuePending, m.QueueScheduled, m.QueueInflight, m.QueueDead, m.QueueArchive, m.OldestDueAge,
 		m.ReplayMoved, m.ReplayThrottled)
 	return m
@@ -120,6 +123,11 @@ func (t *Telemetry) Breaker(sink, tenant, source, state string) {
 // was spent on it).
 func (t *Telemetry) Parked(sink string) {
 	t.Metrics.Dispatch.Deliveries.WithLabelValues(ResultParked, sink).Inc()
+}
+
+// FreshClaimed records n delivery rows the scheduler received from the commit that wrote them.
+func (t *Telemetry) FreshClaimed(n int) {
+	t.Metrics.Dispatch.FreshClaims.Add(float64(n))
 }
 
 // ReplayThrottled records a replay step held back: "lag" (dispatch is behind) or "rate".
