@@ -38,6 +38,19 @@ func (d *deliveryLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(204)
 }
 
+// missing counts the ids of acked that have not reached the sink.
+func (d *deliveryLog) missing(acked map[string][32]byte) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for id := range acked {
+		if d.count[id] == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 func (d *deliveryLog) snapshot() (distinct, total int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -46,6 +59,59 @@ func (d *deliveryLog) snapshot() (distinct, total int) {
 		total += c
 	}
 	return distinct, total
+}
+
+// restartUntilDelivered starts the node name again on dataDir, waits up to d until every id of acked reached
+// dest, and stops it.
+func restartUntilDelivered(t *testing.T, name, dataDir, sources string, dest *deliveryLog, acked map[string][32]byte,
+	d time.Duration) {
+	t.Helper()
+	n := startNodeWith(t, name, dataDir, sources)
+	poll.Eventually(t, d, func() error {
+		if missing := dest.missing(acked); missing > 0 {
+			return fmt.Errorf("%d of %d acked hooks not delivered yet", missing, len(acked))
+		}
+		return nil
+	})
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ackedLoad drives a load in a goroutine and keeps every acknowledged id with its body's hash.
+type ackedLoad struct {
+	mu   sync.Mutex
+	ids  map[string][32]byte
+	done chan load.Report
+}
+
+func startAckedLoad(ctx context.Context, o load.Options) *ackedLoad {
+	a := &ackedLoad{ids: map[string][32]byte{}, done: make(chan load.Report, 1)}
+	o.OnAccepted = func(id string, body []byte) {
+		sum := sha256.Sum256(body)
+		a.mu.Lock()
+		a.ids[id] = sum
+		a.mu.Unlock()
+	}
+	go func() {
+		rep, _ := load.Run(ctx, o)
+		a.done <- rep
+	}()
+	return a
+}
+
+func (a *ackedLoad) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.ids)
+}
+
+// wait returns the load's report and the acknowledged ids once the load (cancelled or over) has returned.
+func (a *ackedLoad) wait() (load.Report, map[string][32]byte) {
+	rep := <-a.done
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return rep, a.ids
 }
 
 // TestEveryAckedHookDeliveredAfterKill9 proves at-least-once delivery across a crash
@@ -61,27 +127,13 @@ func TestEveryAckedHookDeliveredAfterKill9(t *testing.T) {
 	dataDir := t.TempDir()
 	n := startNodeWith(t, "deliver", dataDir, sources)
 
-	var mu sync.Mutex
-	acked := map[string][32]byte{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan load.Report, 1)
-	go func() {
-		rep, _ := load.Run(ctx, load.Options{
-			URL: n.url("/webhooks/sample"), Workers: 128, Requests: 200_000, Duration: 2 * time.Minute, BodyBytes: 1024,
-			OnAccepted: func(id string, body []byte) {
-				sum := sha256.Sum256(body)
-				mu.Lock()
-				acked[id] = sum
-				mu.Unlock()
-			},
-		})
-		done <- rep
-	}()
-	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	ld := startAckedLoad(ctx, load.Options{URL: n.url("/webhooks/sample"), Workers: 128, Requests: 200_000,
+		Duration: 2 * time.Minute, BodyBytes: 1024})
 	// Kill once hooks are being acked and delivered at the same time.
 	poll.Eventually(t, 90*time.Second, func() error {
-		if delivered, _ := dest.snapshot(); ackedCount() < 3000 || delivered < 500 {
+		if delivered, _ := dest.snapshot(); ld.count() < 3000 || delivered < 500 {
 			return errNotYet
 		}
 		return nil
@@ -89,31 +141,12 @@ func TestEveryAckedHookDeliveredAfterKill9(t *testing.T) {
 	n.kill()
 	time.Sleep(200 * time.Millisecond)
 	cancel()
-	rep := <-done
+	rep, acked := ld.wait()
 	atKill, _ := dest.snapshot()
 	t.Logf("load at kill: %s; delivered before the kill: %d", rep, atKill)
 
-	n2 := startNodeWith(t, "deliver", dataDir, sources)
-	mu.Lock()
+	restartUntilDelivered(t, "deliver", dataDir, sources, dest, acked, 120*time.Second)
 	want := len(acked)
-	mu.Unlock()
-	poll.Eventually(t, 120*time.Second, func() error {
-		dest.mu.Lock()
-		defer dest.mu.Unlock()
-		missing := 0
-		for id := range acked {
-			if dest.count[id] == 0 {
-				missing++
-			}
-		}
-		if missing > 0 {
-			return fmt.Errorf("%d of %d acked hooks not delivered yet", missing, want)
-		}
-		return nil
-	})
-	if err := n2.stop(); err != nil {
-		t.Fatal(err)
-	}
 	dest.mu.Lock()
 	defer dest.mu.Unlock()
 	duplicates, mismatched := 0, 0
@@ -177,63 +210,30 @@ func TestFreshClaimedRowsDeliveredAfterKill9(t *testing.T) {
 	dataDir := t.TempDir()
 	n := startNodeWith(t, "fresh", dataDir, sources)
 
-	var mu sync.Mutex
-	acked := map[string][32]byte{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	done := make(chan load.Report, 1)
-	go func() {
-		rep, _ := load.Run(ctx, load.Options{
-			URL: n.url("/webhooks/sample"), Workers: 16, Rate: 300, Duration: time.Minute, BodyBytes: 512,
-			OnAccepted: func(id string, body []byte) {
-				sum := sha256.Sum256(body)
-				mu.Lock()
-				acked[id] = sum
-				mu.Unlock()
-			},
-		})
-		done <- rep
-	}()
-	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	ld := startAckedLoad(ctx, load.Options{URL: n.url("/webhooks/sample"), Workers: 16, Rate: 300,
+		Duration: time.Minute, BodyBytes: 512})
 	var fresh float64
 	poll.Eventually(t, 45*time.Second, func() error {
 		delivered, _ := dest.snapshot()
-		if fresh = freshClaims(n); ackedCount() < 1500 || delivered < 500 || fresh < 500 {
+		if fresh = freshClaims(n); ld.count() < 1500 || delivered < 500 || fresh < 500 {
 			return errNotYet
 		}
 		return nil
 	})
 	n.kill()
 	cancel()
-	rep := <-done
+	rep, acked := ld.wait()
 	atKill, _ := dest.snapshot()
-	mu.Lock()
 	want := len(acked)
-	mu.Unlock()
 	t.Logf("load at kill: %s; rows claimed by their commits before the kill: at least %.0f; acked %d, delivered %d",
 		rep, fresh, want, atKill)
 	if atKill >= want {
 		t.Fatalf("every acked hook (%d) was delivered before the kill: nothing was in flight to prove", want)
 	}
 
-	n2 := startNodeWith(t, "fresh", dataDir, sources)
-	poll.Eventually(t, 60*time.Second, func() error {
-		dest.mu.Lock()
-		defer dest.mu.Unlock()
-		missing := 0
-		for id := range acked {
-			if dest.count[id] == 0 {
-				missing++
-			}
-		}
-		if missing > 0 {
-			return fmt.Errorf("%d of %d acked hooks not delivered yet", missing, want)
-		}
-		return nil
-	})
-	if err := n2.stop(); err != nil {
-		t.Fatal(err)
-	}
+	restartUntilDelivered(t, "fresh", dataDir, sources, dest, acked, 60*time.Second)
 	dest.mu.Lock()
 	defer dest.mu.Unlock()
 	for id, sum := range acked {
