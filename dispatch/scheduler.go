@@ -153,17 +153,7 @@ func (s *scheduler) start(ctx actor.Context) {
 	s.decide = s.grant
 	// The receiver goes in before the recovery: rows a predecessor was handed and never ran are due again below,
 	// and its messages still queued are ignored (freshArrived).
-	{
-		self, root := ctx.Self(), ctx.ActorSystem().Root
-		// A tenant with a window of its own is never claimed fresh: its window holds exactly, claims included.
-		windowed := map[string]struct{}{}
-		for name, w := range s.d.set.Tenants {
-			if w.MaxInflight > 0 || w.MaxInflightBytes > 0 {
-				windowed[name] = struct{}{}
-			}
-		}
-		s.db.SetFresh(func(claims []store.Claimed) { root.Send(self, &freshClaims{owner: s, claims: claims}) }, windowed)
-	}
+	s.installFresh(ctx)
 	n, err := s.db.RecoverInflight()
 	if err != nil {
 		panic(err)
@@ -769,6 +759,19 @@ func (s *scheduler) freshArrived(ctx actor.Context, m *freshClaims) {
 	clear(m.claims)
 	s.pump(ctx)
 	s.regrant()
+}
+
+// installFresh makes this incarnation the store's receiver of fresh claims. A tenant with a window of its own is
+// never claimed fresh: its window holds exactly, claims included.
+func (s *scheduler) installFresh(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	windowed := map[string]struct{}{}
+	for name, w := range s.d.set.Tenants {
+		if w.MaxInflight > 0 || w.MaxInflightBytes > 0 {
+			windowed[name] = struct{}{}
+		}
+	}
+	s.db.SetFresh(func(claims []store.Claimed) { root.Send(self, &freshClaims{owner: s, claims: claims}) }, windowed)
 }
 
 // regrant sets what the next commits may claim fresh (grant).
