@@ -102,6 +102,7 @@ var backlogTargets = []backlogTarget{
 // clock starts before the instance does, so the figures include its boot and the sink's
 // first connection. The drain runs once, whatever b.N.
 func BenchmarkBacklogDrain(b *testing.B) {
+	tuneLikeTheBinary(b)
 	n := backlogSize()
 	for _, tg := range backlogTargets {
 		b.Run(tg.name, func(b *testing.B) {

@@ -34,6 +34,7 @@ import (
 //	ANKUSA_BENCH_SIDE=node ANKUSA_BENCH_BACKLOG=30000 go test -run '^$' -bench DeliveryVsReference \
 //	    -benchtime 1x -cpuprofile /tmp/delivery.pprof ./test/ && go tool pprof -top test.test /tmp/delivery.pprof
 func BenchmarkDeliveryVsReference(b *testing.B) {
+	tuneLikeTheBinary(b)
 	n := backlogSize()
 	for i := 0; i < b.N; i++ {
 		if i > 0 {

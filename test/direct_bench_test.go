@@ -97,6 +97,7 @@ var directTargets = []directTarget{
 // side's acks/s and ack p50/p99 and the ratio direct/disk. The load runs once, whatever
 // b.N.
 func BenchmarkLoopbackDirect(b *testing.B) {
+	tuneLikeTheBinary(b)
 	opts := load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}
 	for i := 0; i < b.N; i++ {
 		if i > 0 {

@@ -17,6 +17,7 @@ import (
 // the intake log on three kfake brokers. It reports each side's hooks/s and ack p50/p99 and the ratio. kfake
 // keeps its log in memory, so the confirm here is a loopback round trip, not a replicated fsync.
 func BenchmarkLoopbackDual(b *testing.B) {
+	tuneLikeTheBinary(b)
 	opts := load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}
 	for i := 0; i < b.N; i++ {
 		if i > 0 {

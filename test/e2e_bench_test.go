@@ -39,6 +39,7 @@ func (a *arrivals) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // hooks/s acked, hooks/s delivered (POST to sink confirm, over the same window plus the
 // drain) and the delivery latency p50/p99 from the edge's receipt to the sink.
 func BenchmarkEndToEndHTTPSink(b *testing.B) {
+	tuneLikeTheBinary(b)
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
 			break

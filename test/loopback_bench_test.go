@@ -67,6 +67,7 @@ type loopbackRun struct {
 //
 // The load is run once, whatever b.N: it is a throughput run, not a per-op measurement.
 func BenchmarkLoopbackIngest(b *testing.B) {
+	tuneLikeTheBinary(b)
 	opts := load.Options{Workers: 64, BodyBytes: 1024, Duration: benchSeconds(), Timeout: 20 * time.Second}
 	for i := 0; i < b.N; i++ {
 		if i > 0 {

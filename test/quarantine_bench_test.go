@@ -74,6 +74,7 @@ func flood(ctx context.Context, addr string, sources int, rate float64) (map[int
 // solo p99"): a clean source sends 100 hooks/s alone, then again while 5,000 forged
 // hooks/s hit 500 quarantine sources.
 func BenchmarkQuarantineFlood(b *testing.B) {
+	tuneLikeTheBinary(b)
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
 			break

@@ -582,6 +582,7 @@ func histogramOf(m prometheus.Metric) *dto.Histogram {
 // the rate the node sustained. Last, the same search runs against the ingest reference, which delivers nothing:
 // the rate this box sustains for any receiver that syncs before it answers, beside the node's.
 func BenchmarkSustainableRate(b *testing.B) {
+	tuneLikeTheBinary(b)
 	d := sustainSeconds()
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
@@ -690,6 +691,7 @@ func searchRate(b *testing.B, typ string, ingest float64, d time.Duration) float
 // ankusa-loadgen process, as in BenchmarkSustainableRate. The disk alone then takes the same load (diskFloor), and
 // the ingest reference (runRefTrial); their ack p99 are printed beside the node's.
 func BenchmarkSteady5k(b *testing.B) {
+	tuneLikeTheBinary(b)
 	for i := 0; i < b.N; i++ {
 		if i > 0 {
 			break

@@ -163,6 +163,9 @@ func serve(stderr io.Writer, env func(string) (string, bool), sig <-chan os.Sign
 	} else {
 		log.Info().Str("MALLOC_ARENA_MAX", os.Getenv("MALLOC_ARENA_MAX")).Msg("malloc arenas as the environment sets them")
 	}
+	if err := tuneMonitor(log, env); err != nil {
+		return &exitError{code: config.ExitConfig, err: err}
+	}
 	insts := make([]*instance.Instance, 0, len(cfgs))
 	for _, cfg := range cfgs {
 		// Each instance logs at its own level; New adds the instance field.

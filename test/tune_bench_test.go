@@ -1,0 +1,34 @@
+package test
+
+import (
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/ankusa-go/ankusa/proctune"
+)
+
+var tuneOnce sync.Once
+
+// tuneLikeTheBinary gives this process's Go runtime monitor the timer slack the binary gives its own at start
+// (cmd/ankusa tuneMonitor, ANKUSA_MONITOR_TIMER_SLACK), so that a node a benchmark hosts in this process, and
+// the references measured beside it, run as the binary runs. As there, a slack the process may not set is
+// reported and the benchmark goes on.
+func tuneLikeTheBinary(b *testing.B) {
+	tuneOnce.Do(func() {
+		v, set := os.LookupEnv(proctune.MonitorSlackEnv)
+		slack, err := proctune.MonitorSlackSetting(v, set)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if slack == 0 {
+			b.Logf("runtime monitor timer slack left to the kernel (%s=0)", proctune.MonitorSlackEnv)
+			return
+		}
+		if tid, err := proctune.MonitorSlack(slack); err != nil {
+			b.Logf("runtime monitor timer slack left to the kernel: %v", err)
+		} else {
+			b.Logf("runtime monitor (thread %d) timer slack %v, as the binary sets it", tid, slack)
+		}
+	})
+}
