@@ -66,7 +66,8 @@ func TestMonitorSlackSetting(t *testing.T) {
 		want time.Duration
 		ok   bool
 	}{
-		{"", false, DefaultMonitorSlack, true},
+		{"", false, 0, true},
+		{"1ms", false, 0, true},
 		{"0", true, 0, true},
 		{" 250us ", true, 250 * time.Microsecond, true},
 		{"2ms", true, 2 * time.Millisecond, true},

@@ -10,10 +10,10 @@ import (
 
 var tuneOnce sync.Once
 
-// tuneLikeTheBinary gives this process's Go runtime monitor the timer slack the binary gives its own at start
-// (cmd/ankusa tuneMonitor, ANKUSA_MONITOR_TIMER_SLACK), so that a node a benchmark hosts in this process, and
-// the references measured beside it, run as the binary runs. As there, a slack the process may not set is
-// reported and the benchmark goes on.
+// tuneLikeTheBinary gives this process's Go runtime monitor the timer slack the binary would give its own at
+// start (cmd/ankusa tuneMonitor: none unless ANKUSA_MONITOR_TIMER_SLACK asks), so that a node a benchmark hosts in
+// this process, and the references measured beside it, run as the binary would. As there, a slack the process
+// may not set is reported and the benchmark goes on.
 func tuneLikeTheBinary(b *testing.B) {
 	tuneOnce.Do(func() {
 		v, set := os.LookupEnv(proctune.MonitorSlackEnv)
@@ -22,7 +22,7 @@ func tuneLikeTheBinary(b *testing.B) {
 			b.Fatal(err)
 		}
 		if slack == 0 {
-			b.Logf("runtime monitor timer slack left to the kernel (%s=0)", proctune.MonitorSlackEnv)
+			b.Logf("runtime monitor timer slack left to the kernel (%s unset or 0)", proctune.MonitorSlackEnv)
 			return
 		}
 		if tid, err := proctune.MonitorSlack(slack); err != nil {
