@@ -129,8 +129,13 @@ void ankusa_sync_writer_submit(ankusa_sync_writer* w, rocksdb_t* db, rocksdb_wri
 	w->wo = wo;
 	w->wb = wb;
 	w->pending = 1;
-	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+	// Signalled after the unlock: the woken thread, at a higher priority, can take the caller's core at once,
+	// and signalled under the lock it would find the mutex still held and sleep on it until the caller's unlock.
+	// At 9,500 hooks/s of 1 KiB with an HTTP sink (three alternating 20 s pairs on a 2-core virtual machine) the
+	// group commit took 582-724 µs on average against 638-752, ack p50 1.46-1.95 ms against 1.60-2.00. The
+	// thread cannot miss the signal: it checks pending under the lock before it waits.
+	pthread_cond_signal(&w->cv);
 }
 
 char* ankusa_sync_writer_result(ankusa_sync_writer* w, int64_t* took_ns) {
