@@ -7,8 +7,8 @@ import (
 )
 
 // tuneMonitor gives the Go runtime's monitor thread the timer slack ANKUSA_MONITOR_TIMER_SLACK asks for, if any
-// (proctune says what it buys and costs). A slack the process may not set (no CAP_SYS_NICE) is logged (at info, as the commit thread's nice is) and the node
-// serves on; only a malformed value is an error.
+// (proctune says what it buys and costs). A slack the process may not set (no CAP_SYS_NICE) is logged, at info
+// as the commit thread's refused nice is, and the node serves on; only a malformed value is an error.
 func tuneMonitor(log zerolog.Logger, env func(string) (string, bool)) error {
 	v, set := env(proctune.MonitorSlackEnv)
 	slack, err := proctune.MonitorSlackSetting(v, set)
