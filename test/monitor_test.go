@@ -13,8 +13,9 @@ import (
 var monitorTid = regexp.MustCompile(`"tid":(\d+),"slack":"([^"]+)"[^\n]*runtime monitor timer slack set`)
 
 // TestBinarySetsTheRuntimeMonitorsTimerSlack: asked by ANKUSA_MONITOR_TIMER_SLACK=1ms, the binary gives the Go
-// runtime's monitor thread a 1 ms timer slack at start and logs which thread it took; as root the thread's slack reads 1 ms and it belongs to the node's
-// process. Without CAP_SYS_NICE the node logs why it could not and serves on.
+// runtime's monitor thread a 1 ms timer slack at start and logs which thread it took; as root the thread's slack
+// reads 1 ms and it belongs to the node's process. Without CAP_SYS_NICE the node logs why it could not and serves
+// on.
 func TestBinarySetsTheRuntimeMonitorsTimerSlack(t *testing.T) {
 	t.Setenv(proctune.MonitorSlackEnv, "1ms")
 	n := startNode(t, "monitor", t.TempDir())
