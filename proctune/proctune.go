@@ -44,6 +44,25 @@ func MonitorSlackSetting(v string, set bool) (time.Duration, error) {
 	return d, nil
 }
 
+// Tuned is what TuneMonitor did: Slack 0 left the kernel's; otherwise Tid is the monitor thread, and Refused
+// why its slack could not be set (the process goes on as if it had not asked).
+type Tuned struct {
+	Slack   time.Duration
+	Tid     int
+	Refused error
+}
+
+// TuneMonitor applies what MonitorSlackEnv asks for, given its value v and whether it is set: the one decision
+// the binary and anything else hosting nodes make at start. Only a malformed value is an error.
+func TuneMonitor(v string, set bool) (Tuned, error) {
+	slack, err := MonitorSlackSetting(v, set)
+	if err != nil || slack == 0 {
+		return Tuned{}, err
+	}
+	tid, err := MonitorSlack(slack)
+	return Tuned{Slack: slack, Tid: tid, Refused: err}, nil
+}
+
 // ErrNoMonitor is returned when the monitor thread cannot be told apart from the others.
 var ErrNoMonitor = errors.New("cannot find the Go runtime's monitor thread")
 

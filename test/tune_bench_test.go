@@ -16,19 +16,16 @@ var tuneOnce sync.Once
 // may not set is reported and the benchmark goes on.
 func tuneLikeTheBinary(b *testing.B) {
 	tuneOnce.Do(func() {
-		v, set := os.LookupEnv(proctune.MonitorSlackEnv)
-		slack, err := proctune.MonitorSlackSetting(v, set)
-		if err != nil {
+		t, err := proctune.TuneMonitor(os.LookupEnv(proctune.MonitorSlackEnv))
+		switch {
+		case err != nil:
 			b.Fatal(err)
-		}
-		if slack == 0 {
+		case t.Slack == 0:
 			b.Logf("runtime monitor timer slack left to the kernel (%s unset or 0)", proctune.MonitorSlackEnv)
-			return
-		}
-		if tid, err := proctune.MonitorSlack(slack); err != nil {
-			b.Logf("runtime monitor timer slack left to the kernel: %v", err)
-		} else {
-			b.Logf("runtime monitor (thread %d) timer slack %v, as the binary sets it", tid, slack)
+		case t.Refused != nil:
+			b.Logf("runtime monitor timer slack left to the kernel: %v", t.Refused)
+		default:
+			b.Logf("runtime monitor (thread %d) timer slack %v, as the binary sets it", t.Tid, t.Slack)
 		}
 	})
 }

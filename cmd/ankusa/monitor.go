@@ -10,20 +10,16 @@ import (
 // (proctune says what it buys and costs). A slack the process may not set (no CAP_SYS_NICE) is logged, at info
 // as the commit thread's refused nice is, and the node serves on; only a malformed value is an error.
 func tuneMonitor(log zerolog.Logger, env func(string) (string, bool)) error {
-	v, set := env(proctune.MonitorSlackEnv)
-	slack, err := proctune.MonitorSlackSetting(v, set)
-	if err != nil {
+	t, err := proctune.TuneMonitor(env(proctune.MonitorSlackEnv))
+	switch {
+	case err != nil:
 		return err
-	}
-	if slack == 0 {
+	case t.Slack == 0:
 		log.Info().Msg("runtime monitor timer slack left to the kernel (" + proctune.MonitorSlackEnv + " unset or 0)")
-		return nil
+	case t.Refused != nil:
+		log.Info().Err(t.Refused).Msg("runtime monitor timer slack left to the kernel")
+	default:
+		log.Info().Int("tid", t.Tid).Str("slack", t.Slack.String()).Msg("runtime monitor timer slack set")
 	}
-	tid, err := proctune.MonitorSlack(slack)
-	if err != nil {
-		log.Info().Err(err).Msg("runtime monitor timer slack left to the kernel")
-		return nil
-	}
-	log.Info().Int("tid", tid).Str("slack", slack.String()).Msg("runtime monitor timer slack set")
 	return nil
 }
