@@ -31,9 +31,9 @@ const MonitorSlackEnv = "ANKUSA_MONITOR_TIMER_SLACK"
 // MeasuredMonitorSlack is the slack docs/architecture.md measured (the value to try first).
 const MeasuredMonitorSlack = time.Millisecond
 
-// MonitorSlackSetting is the slack MonitorSlackEnv asks for, given its value v and whether it is set: 0 (leave
+// monitorSlackSetting is the slack MonitorSlackEnv asks for, given its value v and whether it is set: 0 (leave
 // the kernel's) when unset or "0", else v as a Go duration of at most a second.
-func MonitorSlackSetting(v string, set bool) (time.Duration, error) {
+func monitorSlackSetting(v string, set bool) (time.Duration, error) {
 	if !set || strings.TrimSpace(v) == "0" {
 		return 0, nil
 	}
@@ -55,7 +55,7 @@ type Tuned struct {
 // TuneMonitor applies what MonitorSlackEnv asks for, given its value v and whether it is set: the one decision
 // the binary and anything else hosting nodes make at start. Only a malformed value is an error.
 func TuneMonitor(v string, set bool) (Tuned, error) {
-	slack, err := MonitorSlackSetting(v, set)
+	slack, err := monitorSlackSetting(v, set)
 	if err != nil || slack == 0 {
 		return Tuned{}, err
 	}

@@ -76,9 +76,9 @@ func TestMonitorSlackSetting(t *testing.T) {
 		{"-1ms", true, 0, false},
 		{"2s", true, 0, false},
 	} {
-		got, err := MonitorSlackSetting(c.v, c.set)
+		got, err := monitorSlackSetting(c.v, c.set)
 		if (err == nil) != c.ok || got != c.want {
-			t.Errorf("MonitorSlackSetting(%q, %v) = %v, %v; want %v, ok %v", c.v, c.set, got, err, c.want, c.ok)
+			t.Errorf("monitorSlackSetting(%q, %v) = %v, %v; want %v, ok %v", c.v, c.set, got, err, c.want, c.ok)
 		}
 	}
 }
