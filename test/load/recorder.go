@@ -36,6 +36,7 @@ type Recorder struct {
 	done chan error
 
 	arrivals   atomic.Int64 // requests received, duplicates included
+	first      atomic.Int64 // when the first request arrived, in Unix ns (0: none yet)
 	noID       atomic.Int64 // requests without the id header
 	duplicates atomic.Int64
 	shards     [recorderShards]recorderShard
@@ -95,7 +96,9 @@ func (r *Recorder) shard(id string) *recorderShard {
 
 func (r *Recorder) handle(ctx *fasthttp.RequestCtx) {
 	now := time.Now()
-	r.arrivals.Add(1)
+	if r.arrivals.Add(1) == 1 {
+		r.first.Store(now.UnixNano())
+	}
 	id := ctx.Request.Header.Peek(IDHeader)
 	if len(id) == 0 {
 		r.noID.Add(1)
@@ -119,6 +122,14 @@ func (r *Recorder) Acked(id string, due time.Time) {
 	s.mu.Lock()
 	s.due[id] = due
 	s.mu.Unlock()
+}
+
+// First is when the first request arrived (zero before any did).
+func (r *Recorder) First() time.Time {
+	if ns := r.first.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // Received is how many distinct ids arrived so far.

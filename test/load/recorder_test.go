@@ -47,7 +47,8 @@ func forwardingTarget(t *testing.T, sinkURL string, skip func(n int64) bool) *ht
 }
 
 // The recorder holds the node to every acknowledged id: each one that arrived counts as delivered, with a
-// latency from its due time, a second arrival counts as a duplicate, and one that never arrived is missing.
+// latency from its due time, a second arrival counts as a duplicate, and one that never arrived is missing;
+// the first request's arrival is when the run's deliveries began.
 func TestRecorderChecksEveryAckedID(t *testing.T) {
 	f := func(skip func(int64) bool, wantMissing int64) {
 		t.Helper()
@@ -60,12 +61,19 @@ func TestRecorderChecksEveryAckedID(t *testing.T) {
 				t.Error(err)
 			}
 		}()
+		if !rec.First().IsZero() {
+			t.Fatalf("a recorder that received nothing reports its first request at %v", rec.First())
+		}
 		tg := forwardingTarget(t, rec.URL(), skip)
+		start := time.Now()
 		rep, err := Run(context.Background(), Options{URL: tg.URL, Workers: 4, Rate: 400, Requests: 200, OnAcked: rec.Acked})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d := rec.Deliveries(context.Background(), 200*time.Millisecond)
+		if first := rec.First(); first.Before(start) || first.After(time.Now()) {
+			t.Fatalf("first request at %v, outside the run (started %v)", first, start)
+		}
 		wantDup := int64(0)
 		for i := int64(5); i <= 200; i += 5 {
 			if !skip(i) {
